@@ -1,0 +1,71 @@
+"""vardiya: periodic data work that is deterministic, idempotent and cheap to run.
+
+Every record gets its shift: slot scheduling, invocation models and partitioned pipelines on one
+engine, with state in SQLite or PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .clock import Clock, SystemClock, VirtualClock
+from .errors import (
+    AppNotFound,
+    ConfigurationError,
+    InvalidDatabaseURL,
+    InvalidInput,
+    LeaseLost,
+    NotAStore,
+    SchemaOutdated,
+    SchemaTooNew,
+    StoreError,
+    StoreUnavailable,
+    VardiyaError,
+)
+from .store import (
+    Attempt,
+    AttemptOutcome,
+    DedupKey,
+    DedupOutcome,
+    ItemState,
+    LedgerEntry,
+    LedgerRow,
+    LedgerStatus,
+    Store,
+    WorkItem,
+    open_store,
+)
+
+try:
+    __version__ = version("vardiya")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without installing
+    __version__ = "0.0.0"
+
+__all__ = [
+    "AppNotFound",
+    "Attempt",
+    "AttemptOutcome",
+    "Clock",
+    "ConfigurationError",
+    "DedupKey",
+    "DedupOutcome",
+    "InvalidDatabaseURL",
+    "InvalidInput",
+    "ItemState",
+    "LeaseLost",
+    "LedgerEntry",
+    "LedgerRow",
+    "LedgerStatus",
+    "NotAStore",
+    "SchemaOutdated",
+    "SchemaTooNew",
+    "Store",
+    "StoreError",
+    "StoreUnavailable",
+    "SystemClock",
+    "VardiyaError",
+    "VirtualClock",
+    "WorkItem",
+    "__version__",
+    "open_store",
+]

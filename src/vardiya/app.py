@@ -1,0 +1,156 @@
+"""The app object: what ``--app MODULE_OR_FILE:ATTR`` names, holding a project's jobs.
+
+    app = App("nightly")
+
+    @app.slot_job("nightly_users", scheme=SlotScheme(slots=24), source=IterableSource(range(1000)),
+                  runs_per_slot=2, offsets=[timedelta(minutes=1), timedelta(minutes=31)])
+    def refresh(user_id, context):
+        ...
+
+Loading an app is importing user code; ``load_app`` turns every way that can fail into one
+``AppNotFound`` line that says what to fix.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from .errors import AppNotFound, ConfigurationError
+from .slots.job import SchemeChange, SlotJob
+from .slots.scheme import SlotScheme
+from .slots.sources import Source
+
+__all__ = ["App", "load_app", "load_object"]
+
+
+class App:
+    """A registry of a project's slot jobs (and, later, handlers and pipelines)."""
+
+    def __init__(self, name: str = "vardiya") -> None:
+        self.name = name
+        self.slot_jobs: dict[str, SlotJob] = {}
+
+    def add_slot_job(self, job: SlotJob) -> SlotJob:
+        """Register a ``SlotJob``; names are unique within an app."""
+        if job.name in self.slot_jobs:
+            raise ConfigurationError(f"app {self.name!r} already has a slot job named {job.name!r}")
+        self.slot_jobs[job.name] = job
+        return job
+
+    def slot_job(
+        self,
+        name: str,
+        *,
+        scheme: SlotScheme,
+        source: Source,
+        runs_per_slot: int = 1,
+        offsets: Iterable[timedelta] = (),
+        current_limit: int | None = None,
+        backfill_limit: int = 1_000,
+        catch_up: int = 1,
+        deadline: timedelta | float = 1.0,
+        max_attempts: int = 3,
+        batch_size: int | None = None,
+        scheme_changes: Iterable[SchemeChange] = (),
+        start: datetime | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Declare a slot job whose handler is the decorated function (returned unchanged)."""
+
+        def register(handler: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_slot_job(
+                SlotJob(
+                    name=name,
+                    scheme=scheme,
+                    source=source,
+                    handler=handler,
+                    runs_per_slot=runs_per_slot,
+                    offsets=tuple(offsets),
+                    current_limit=current_limit,
+                    backfill_limit=backfill_limit,
+                    catch_up=catch_up,
+                    deadline=deadline,
+                    max_attempts=max_attempts,
+                    batch_size=batch_size,
+                    scheme_changes=tuple(scheme_changes),
+                    start=start,
+                )
+            )
+            return handler
+
+        return register
+
+    def get_slot_job(self, name: str) -> SlotJob:
+        """The slot job called ``name``; a clear error lists the ones that exist."""
+        try:
+            return self.slot_jobs[name]
+        except KeyError:
+            known = ", ".join(sorted(self.slot_jobs)) or "none"
+            raise ConfigurationError(
+                f"app {self.name!r} has no slot job {name!r}; its slot jobs: {known}"
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"App({self.name!r}, slot_jobs={sorted(self.slot_jobs)})"
+
+
+def load_object(spec: str | None, *, what: str = "app", option: str = "--app / VARDIYA_APP") -> Any:
+    """Import ``MODULE_OR_FILE:ATTR`` and return the attribute."""
+    if not spec:
+        raise AppNotFound(f"no {what} given; pass {option} as MODULE_OR_FILE:ATTR, e.g. examples/nightly_users/app.py:app")
+    location, separator, attribute = spec.rpartition(":")
+    if not separator or not location or not attribute:
+        raise AppNotFound(f"{what} {spec!r} is not MODULE_OR_FILE:ATTR, e.g. myproject.jobs:app or jobs.py:app")
+    try:
+        module = _import(location)
+    except AppNotFound:
+        raise
+    except Exception as error:  # noqa: BLE001 - any import-time failure of user code is reported in one line
+        raise AppNotFound(f"{what} {spec!r} does not import: {type(error).__name__}: {error}") from error
+    target: Any = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise AppNotFound(f"{location} has no attribute {attribute!r}; check {option}")
+        target = getattr(target, part)
+    return target
+
+
+def _import(location: str) -> Any:
+    if location.endswith(".py") or os.sep in location or "/" in location:
+        path = Path(location).resolve()
+        if not path.is_file():
+            raise AppNotFound(f"no such file {location!r}; check --app / VARDIYA_APP")
+        module_name = f"vardiya_app_{abs(hash(str(path)))}"
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise AppNotFound(f"cannot import {location!r} as Python")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+        return module
+    try:
+        return importlib.import_module(location)
+    except ModuleNotFoundError as error:
+        if error.name and location.startswith(error.name):
+            raise AppNotFound(f"no module named {location!r}; check --app / VARDIYA_APP and PYTHONPATH") from None
+        raise
+
+
+def load_app(spec: str | None) -> App:
+    """The ``App`` named by ``--app``."""
+    app = load_object(spec)
+    if not isinstance(app, App):
+        raise AppNotFound(f"{spec!r} is a {type(app).__name__}, not a vardiya App; point --app at an App object")
+    return app

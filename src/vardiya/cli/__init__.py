@@ -1,0 +1,59 @@
+"""The ``vardiya`` command. Exit codes: 0 success, 1 the work ran and some of it failed, 2 bad input.
+
+Every ``VardiyaError`` becomes one line on stderr and exit code 2; nothing else is printed for it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from .. import __version__
+from ..errors import VardiyaError
+from .context import global_options
+from .db import db
+from .demo import demo
+from .slots import slots
+from .ticks import replay_command, tick
+
+__all__ = ["cli", "main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@global_options
+@click.version_option(__version__, "--version", prog_name="vardiya")
+def cli() -> None:
+    """vardiya: periodic data work that is deterministic, idempotent and cheap to run."""
+
+
+cli.add_command(db)
+cli.add_command(demo)
+cli.add_command(tick)
+cli.add_command(replay_command)
+cli.add_command(slots)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the command line and exit with its code."""
+    try:
+        code = cli.main(args=list(argv) if argv is not None else None, prog_name="vardiya", standalone_mode=False)
+    except VardiyaError as error:
+        click.echo(f"vardiya: error: {_one_line(str(error))}", err=True)
+        sys.exit(2)
+    except click.UsageError as error:
+        hint = f" (see: {error.ctx.command_path} --help)" if error.ctx is not None else ""
+        click.echo(f"vardiya: error: {_one_line(error.format_message())}{hint}", err=True)
+        sys.exit(2)
+    except click.ClickException as error:
+        click.echo(f"vardiya: error: {_one_line(error.format_message())}", err=True)
+        sys.exit(2)
+    except click.Abort:
+        click.echo("vardiya: aborted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,84 @@
+"""The one exception tree of vardiya.
+
+Every error vardiya raises on purpose is a ``VardiyaError``; the CLI prints its message as one line and
+exits with code 2. Messages say what is wrong and how to fix it.
+
+    VardiyaError
+    ├── ConfigurationError          bad settings, options or declarations (fix the configuration)
+    │   ├── InvalidDatabaseURL      a --db / VARDIYA_DB value vardiya cannot use
+    │   ├── InvalidInput            a value, file or payload that does not fit (fix the input)
+    │   └── AppNotFound             --app / VARDIYA_APP does not import or lacks the attribute
+    ├── StoreError                  the state store cannot do what was asked (driver errors wrapped here)
+    │   ├── StoreUnavailable        the database cannot be reached or opened
+    │   ├── NotAStore               the file or database is not something vardiya can use
+    │   ├── SchemaTooNew            the store was migrated by a newer vardiya
+    │   └── SchemaOutdated          the store needs ``vardiya db upgrade``
+    └── LeaseLost                   a worker acted on a work item it no longer holds
+
+Driver exceptions (sqlite3, psycopg, SQLAlchemy) never leave the store: they are wrapped in a
+``StoreError`` subclass with the original chained as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AppNotFound",
+    "ConfigurationError",
+    "InvalidDatabaseURL",
+    "InvalidInput",
+    "LeaseLost",
+    "NotAStore",
+    "SchemaOutdated",
+    "SchemaTooNew",
+    "StoreError",
+    "StoreUnavailable",
+    "VardiyaError",
+]
+
+
+class VardiyaError(Exception):
+    """Base of every error vardiya raises on purpose."""
+
+
+class ConfigurationError(VardiyaError):
+    """Settings, options or declarations that cannot work as given."""
+
+
+class InvalidDatabaseURL(ConfigurationError):
+    """A database URL with an unknown scheme or an unusable form."""
+
+
+class InvalidInput(ConfigurationError):
+    """A value, file or payload that does not fit what vardiya expects."""
+
+
+class AppNotFound(ConfigurationError):
+    """The app named by --app / VARDIYA_APP cannot be imported or lacks the attribute."""
+
+
+class StoreError(VardiyaError):
+    """The state store failed; the driver's exception is chained as ``__cause__``."""
+
+
+class StoreUnavailable(StoreError):
+    """The database server cannot be reached, or the database file cannot be opened."""
+
+
+class NotAStore(StoreError):
+    """The file or database exists but is not something vardiya can use as its store."""
+
+
+class SchemaTooNew(StoreError):
+    """The store was migrated by a newer vardiya than this one; upgrade vardiya."""
+
+
+class SchemaOutdated(StoreError):
+    """The store's schema is older than this vardiya; run ``vardiya db upgrade``."""
+
+
+class LeaseLost(VardiyaError):
+    """A worker tried to complete, fail or heartbeat a work item whose lease it no longer holds.
+
+    This happens when the lease expired (the worker was too slow or paused) and the item was reaped or
+    claimed by another worker. The worker must drop the item: its result is not recorded.
+    """

@@ -1,0 +1,156 @@
+"""Opening a database for the store, and the boundary where driver errors become vardiya errors.
+
+SQLite: WAL so readers never wait for the writer, ``synchronous=NORMAL`` (durable at checkpoints, the
+usual WAL setting), a busy timeout so several local processes queue for the write lock instead of
+failing, and ``BEGIN IMMEDIATE`` for every write transaction so a claim takes the write lock at its
+start: two processes can never both read the same ready rows and then both update them.
+
+PostgreSQL: psycopg 3, a short connect timeout so an unreachable server is reported at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from ..errors import NotAStore, StoreError, StoreUnavailable
+from .types import dumps_json
+from .url import Backend, StoreURL
+
+__all__ = ["READ_ONLY", "create_store_engine", "driver_errors"]
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+#: Execution option that makes a SQLite transaction start as a plain (deferred) BEGIN, for reads.
+READ_ONLY = "vardiya_read_only"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(getattr(error, "orig", None) or error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+@contextlib.contextmanager
+def driver_errors(target: StoreURL) -> Iterator[None]:
+    """Turn driver and SQLAlchemy errors raised inside the block into ``StoreError`` subclasses."""
+    try:
+        yield
+    except sa.exc.DBAPIError as error:
+        orig = getattr(error, "orig", None)
+        message = _first_line(error)
+        if target.backend is Backend.SQLITE and "file is not a database" in message:
+            raise NotAStore(
+                f"{target.path} is not a SQLite database; point --db at a vardiya store or a new file"
+            ) from error
+        if isinstance(error, sa.exc.OperationalError) and _is_connection_failure(orig, message):
+            raise StoreUnavailable(
+                f"cannot reach the store at {target.display}: {message}; check that the server runs "
+                "and --db / VARDIYA_DB is right"
+            ) from error
+        raise StoreError(f"store operation failed on {target.display}: {message}") from error
+    except sa.exc.SQLAlchemyError as error:
+        raise StoreError(f"store operation failed on {target.display}: {_first_line(error)}") from error
+
+
+def _is_connection_failure(orig: Any, message: str) -> bool:
+    if isinstance(orig, sqlite3.OperationalError):
+        return "unable to open database file" in message
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - psycopg is present whenever a PostgreSQL URL works
+        return False
+    if not isinstance(orig, psycopg.OperationalError):
+        return False
+    # A failed connect has no SQLSTATE; class 08 and 57P01-57P03 are lost or refused connections.
+    # Other OperationalErrors (deadlock 40P01, lock timeout 55P03, cancel 57014) reached the server.
+    sqlstate = getattr(orig, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith("08") or sqlstate in ("57P01", "57P02", "57P03")
+
+
+def create_store_engine(target: StoreURL) -> Engine:
+    """An Engine for the store, configured for its backend. Does not connect yet."""
+    if target.backend is Backend.SQLITE:
+        return _sqlite_engine(target)
+    return _postgres_engine(target)
+
+
+def _check_sqlite_file(target: StoreURL) -> None:
+    """Refuse a file that is not SQLite before SQLite touches it, and a directory that does not exist."""
+    path = target.path
+    assert path is not None
+    if path.is_dir():
+        raise NotAStore(f"{path} is a directory; give a file such as sqlite:///{path}/vardiya.db")
+    if not path.parent.exists():
+        raise StoreUnavailable(
+            f"cannot create the SQLite store {path}: directory {path.parent} does not exist; create it first"
+        )
+    if path.exists() and path.stat().st_size > 0:
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+        if header != SQLITE_HEADER:
+            raise NotAStore(f"{path} is not a SQLite database; point --db at a vardiya store or a new file")
+
+
+def _sqlite_engine(target: StoreURL) -> Engine:
+    _check_sqlite_file(target)
+    engine = sa.create_engine(
+        target.url,
+        connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        json_serializer=dumps_json,
+        pool_size=8,
+        max_overflow=8,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+        # Hand transaction control to the "begin" hook below instead of the sqlite3 module's guesses.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+        _register_sqlite_functions(dbapi_connection)
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: sa.Connection) -> None:
+        if connection.get_execution_options().get(READ_ONLY):
+            connection.exec_driver_sql("BEGIN")
+        else:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _register_sqlite_functions(dbapi_connection: sqlite3.Connection) -> None:
+    """SQL functions vardiya's queries use on SQLite (the stable slot hash, for pushdown)."""
+    from ..slots.hashing import register_sqlite_functions
+
+    register_sqlite_functions(dbapi_connection)
+
+
+def _postgres_engine(target: StoreURL) -> Engine:
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise StoreUnavailable(
+            "PostgreSQL needs psycopg 3, which is not installed; run: pip install 'vardiya[postgres]'"
+        ) from None
+    return sa.create_engine(
+        target.url,
+        connect_args={"connect_timeout": 5, "application_name": "vardiya"},
+        json_serializer=dumps_json,
+        pool_size=8,
+        max_overflow=8,
+        pool_pre_ping=False,
+    )

@@ -1,0 +1,529 @@
+"""Work items: enqueue, claim with a lease, heartbeat, complete, fail, reap, redrive, purge.
+
+The contract (tested on SQLite and PostgreSQL by ``tests/contract``):
+
+- ``enqueue`` is idempotent per (kind, key): the same key again returns the existing item, unchanged.
+- ``claim`` hands each ready item to one owner at a time. Claiming counts the attempt, so a worker that
+  dies holding an item has spent one: an item that kills its worker every time ends ``dead``.
+- ``complete``, ``fail`` and ``heartbeat`` act only on items the owner still holds (state ``running``,
+  same ``lease_owner``); the ids it no longer holds come back as "lost" and nothing is written for them.
+- A lease that runs out is reaped: the attempt is recorded as ``lease_expired`` and the item becomes
+  claimable again, or ``dead`` when no attempt is left. Claims reap before they select.
+- Every attempt that ends leaves a row in the item's history; dead items keep payload and history.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from ..clock import ensure_aware, to_seconds
+from ..errors import InvalidInput, LeaseLost
+from .records import READY_STATES, Attempt, AttemptOutcome, ItemState, WorkItem
+from .schema import attempts as attempts_table
+from .schema import work_items
+from .types import UTCDateTime, dumps_json
+from .url import Backend
+
+if TYPE_CHECKING:
+    from .api import Store
+
+__all__ = ["WorkItems"]
+
+_ITEM_COLUMNS = tuple(work_items.c)
+_LEASE_EXPIRED_ERROR = (
+    sa.literal("lease expired: worker ") + work_items.c.lease_owner + sa.literal(" stopped before finishing")
+)
+#: How often (in clock seconds) claims look for expired leases.
+REAP_INTERVAL_S = 1.0
+
+
+def _item(row: sa.Row[Any]) -> WorkItem:
+    return WorkItem(
+        id=row.id,
+        kind=row.kind,
+        key=row.key,
+        payload=row.payload,
+        state=ItemState(row.state),
+        attempts=row.attempts,
+        max_attempts=row.max_attempts,
+        run_after=row.run_after,
+        lease_owner=row.lease_owner,
+        lease_until=row.lease_until,
+        last_error=row.last_error,
+        result=row.result,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _check_payload(kind: str, key: str, payload: Any) -> None:
+    try:
+        dumps_json(payload)
+    except (TypeError, ValueError) as error:
+        raise InvalidInput(
+            f"payload of {kind} item {key!r} does not serialise to JSON ({error}); "
+            "pass dicts, lists, strings, numbers, booleans or None"
+        ) from None
+
+
+def _check_max_attempts(max_attempts: int) -> None:
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise InvalidInput(f"max_attempts must be a whole number of at least 1, got {max_attempts!r}")
+
+
+def _lease_seconds(lease: float | timedelta) -> float:
+    seconds = to_seconds(lease)
+    if seconds <= 0:
+        raise InvalidInput(f"a lease must be longer than 0 s, got {seconds} s")
+    return seconds
+
+
+class WorkItems:
+    """The work-item operations of one store."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._next_reap_at: datetime | None = None
+
+    # -- enqueue ------------------------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        kind: str,
+        payload: Any = None,
+        *,
+        key: str | None = None,
+        max_attempts: int = 3,
+        run_after: datetime | None = None,
+    ) -> WorkItem:
+        """Store a work item, or return the existing one with the same (kind, key).
+
+        Without a key the item gets a random one, so enqueueing twice makes two items.
+        """
+        key = key if key is not None else uuid.uuid4().hex
+        _check_payload(kind, key, payload)
+        _check_max_attempts(max_attempts)
+        now = self._store.clock.now()
+        values = self._new_row(kind, key, payload, max_attempts, run_after or now, now)
+        insert = self._store.dialect_insert(work_items).values(values).on_conflict_do_nothing(
+            index_elements=["kind", "key"]
+        )
+        with self._store.transaction() as connection:
+            row = connection.execute(insert.returning(*_ITEM_COLUMNS)).first()
+            if row is None:
+                row = connection.execute(
+                    sa.select(*_ITEM_COLUMNS).where(work_items.c.kind == kind, work_items.c.key == key)
+                ).one()
+        return _item(row)
+
+    def enqueue_many(
+        self,
+        kind: str,
+        items: Iterable[tuple[str, Any]],
+        *,
+        max_attempts: int = 3,
+        run_after: datetime | None = None,
+        chunk_size: int = 2_000,
+    ) -> int:
+        """Store many (key, payload) items of one kind, one transaction per chunk; existing keys are kept.
+
+        Every payload is checked before anything is written, so a bad one leaves the store untouched.
+        Returns how many items were new.
+        """
+        _check_max_attempts(max_attempts)
+        now = self._store.clock.now()
+        after = run_after or now
+        rows = []
+        for key, payload in items:
+            _check_payload(kind, key, payload)
+            rows.append(self._new_row(kind, key, payload, max_attempts, after, now))
+        insert = self._store.dialect_insert(work_items).on_conflict_do_nothing(index_elements=["kind", "key"])
+        return sum(self._insert_chunk(insert, rows[i : i + chunk_size]) for i in range(0, len(rows), chunk_size))
+
+    def _insert_chunk(self, insert: Any, chunk: list[dict[str, Any]]) -> int:
+        # Count the inserted rows by RETURNING: an executemany's rowcount is -1 on psycopg through
+        # SQLAlchemy, and ON CONFLICT DO NOTHING returns no row for an existing key.
+        with self._store.transaction() as connection:
+            return len(connection.execute(insert.returning(work_items.c.id), chunk).all())
+
+    @staticmethod
+    def _new_row(
+        kind: str, key: str, payload: Any, max_attempts: int, run_after: datetime, now: datetime
+    ) -> dict[str, Any]:
+        return {
+            "kind": kind,
+            "key": key,
+            "payload": payload,
+            "state": ItemState.PENDING,
+            "attempts": 0,
+            "max_attempts": max_attempts,
+            "run_after": ensure_aware(run_after, "run_after"),
+            "created_at": now,
+            "updated_at": now,
+        }
+
+    # -- claim, heartbeat ---------------------------------------------------------------------------
+
+    def claim(
+        self,
+        n: int,
+        *,
+        owner: str,
+        lease: float | timedelta,
+        kinds: Sequence[str] | None = None,
+    ) -> list[WorkItem]:
+        """Take up to ``n`` ready items for ``owner``, leased for ``lease``; oldest ``run_after`` first."""
+        if n <= 0:
+            return []
+        now = self._store.clock.now()
+        until = now + timedelta(seconds=_lease_seconds(lease))
+        ready = sa.select(work_items.c.id).where(
+            work_items.c.state.in_(READY_STATES), work_items.c.run_after <= now
+        )
+        if kinds:
+            ready = ready.where(work_items.c.kind.in_(list(kinds)))
+        ready = ready.order_by(work_items.c.run_after, work_items.c.id).limit(n)
+        if self._store.backend is Backend.POSTGRESQL:
+            ready = ready.with_for_update(skip_locked=True)
+        picked = ready.cte("picked")
+        claim = (
+            sa.update(work_items)
+            .where(work_items.c.id == picked.c.id)
+            .values(
+                state=ItemState.RUNNING,
+                lease_owner=owner,
+                lease_until=until,
+                claimed_at=now,
+                attempts=work_items.c.attempts + 1,
+                updated_at=now,
+            )
+            .returning(*_ITEM_COLUMNS)
+        )
+        with self._store.transaction() as connection:
+            if self._next_reap_at is None or now >= self._next_reap_at:
+                self._reap(connection, now)
+                self._next_reap_at = now + timedelta(seconds=REAP_INTERVAL_S)
+            rows = connection.execute(claim).all()
+        items = [_item(row) for row in rows]
+        items.sort(key=lambda item: (item.run_after, item.id))
+        return items
+
+    def heartbeat(self, ids: Sequence[int], *, owner: str, lease: float | timedelta) -> set[int]:
+        """Extend the leases ``owner`` holds on ``ids``; returns the ids it no longer holds."""
+        now = self._store.clock.now()
+        until = now + timedelta(seconds=_lease_seconds(lease))
+        with self._store.transaction() as connection:
+            held = connection.execute(
+                sa.update(work_items)
+                .where(self._held(ids, owner))
+                .values(lease_until=until, updated_at=now)
+                .returning(work_items.c.id)
+            ).scalars()
+            return set(ids) - set(held)
+
+    # -- outcomes -----------------------------------------------------------------------------------
+
+    def complete(self, item_id: int, *, owner: str, result: Any = None) -> None:
+        """Record success of an item ``owner`` holds; ``LeaseLost`` if it no longer holds it."""
+        lost = self.complete_many([item_id], owner=owner, results={item_id: result} if result is not None else None)
+        if lost:
+            raise LeaseLost(f"work item {item_id} is no longer held by {owner}; its result was not recorded")
+
+    def complete_many(
+        self, ids: Sequence[int], *, owner: str, results: Mapping[int, Any] | None = None
+    ) -> set[int]:
+        """Record success of many items in one transaction; returns the ids ``owner`` no longer holds."""
+        if not ids:
+            return set()
+        now = self._store.clock.now()
+        with self._store.transaction() as connection:
+            self._record_attempts(connection, ids, owner, now, AttemptOutcome.SUCCEEDED, None)
+            done = sa.update(work_items).where(self._held(ids, owner)).returning(work_items.c.id)
+            finished = {"state": ItemState.SUCCEEDED, "lease_owner": None, "lease_until": None, "updated_at": now}
+            if results:
+                held: set[int] = set()
+                for item_id in ids:
+                    values = dict(finished, result=results.get(item_id))
+                    row = connection.execute(
+                        sa.update(work_items)
+                        .where(self._held([item_id], owner))
+                        .values(values)
+                        .returning(work_items.c.id)
+                    ).first()
+                    if row is not None:
+                        held.add(row.id)
+            else:
+                held = set(connection.execute(done.values(finished)).scalars())
+        return set(ids) - held
+
+    def fail(
+        self,
+        item_id: int,
+        *,
+        owner: str,
+        error: str,
+        retry_at: datetime | None = None,
+    ) -> ItemState:
+        """Record a failed attempt: retried at ``retry_at`` while attempts are left, else ``dead``.
+
+        Without ``retry_at`` the failure is final and the item goes dead at once. Returns the new state;
+        ``LeaseLost`` if ``owner`` no longer holds the item.
+        """
+        states = self.fail_many([item_id], owner=owner, error=error, retry_at=retry_at)
+        if item_id not in states:
+            raise LeaseLost(f"work item {item_id} is no longer held by {owner}; its failure was not recorded")
+        return states[item_id]
+
+    def fail_many(
+        self,
+        ids: Sequence[int],
+        *,
+        owner: str,
+        error: str,
+        retry_at: datetime | None = None,
+    ) -> dict[int, ItemState]:
+        """Record the same failure for many held items; returns the new state of each item still held."""
+        if not ids:
+            return {}
+        now = self._store.clock.now()
+        c = work_items.c
+        if retry_at is None:
+            next_state: Any = sa.literal(ItemState.DEAD.value)
+            run_after: Any = c.run_after
+        else:
+            retry_at = ensure_aware(retry_at, "retry_at")
+            next_state = sa.case(
+                (c.attempts >= c.max_attempts, sa.literal(ItemState.DEAD.value)),
+                else_=sa.literal(ItemState.FAILED.value),
+            )
+            run_after = sa.case((c.attempts >= c.max_attempts, c.run_after), else_=retry_at)
+        with self._store.transaction() as connection:
+            self._record_attempts(connection, ids, owner, now, AttemptOutcome.FAILED, error)
+            rows = connection.execute(
+                sa.update(work_items)
+                .where(self._held(ids, owner))
+                .values(
+                    state=next_state,
+                    run_after=run_after,
+                    lease_owner=None,
+                    lease_until=None,
+                    last_error=error,
+                    updated_at=now,
+                )
+                .returning(c.id, c.state)
+            ).all()
+        return {row.id: ItemState(row.state) for row in rows}
+
+    def release(self, ids: Sequence[int], *, owner: str) -> set[int]:
+        """Give held items back unattempted (a draining worker): the claim's attempt is not counted.
+
+        Returns the ids ``owner`` no longer holds.
+        """
+        if not ids:
+            return set()
+        now = self._store.clock.now()
+        c = work_items.c
+        with self._store.transaction() as connection:
+            held = connection.execute(
+                sa.update(work_items)
+                .where(self._held(ids, owner))
+                .values(
+                    state=ItemState.PENDING,
+                    attempts=c.attempts - 1,
+                    lease_owner=None,
+                    lease_until=None,
+                    claimed_at=None,
+                    run_after=now,
+                    updated_at=now,
+                )
+                .returning(c.id)
+            ).scalars()
+            return set(ids) - set(held)
+
+    # -- leases -------------------------------------------------------------------------------------
+
+    def reap(self) -> int:
+        """Return items whose lease ran out to the ready set (or to ``dead``); returns how many."""
+        now = self._store.clock.now()
+        with self._store.transaction() as connection:
+            return self._reap(connection, now)
+
+    def _reap(self, connection: sa.Connection, now: datetime) -> int:
+        c = work_items.c
+        expired = sa.select(c.id).where(c.state == ItemState.RUNNING, c.lease_until < now)
+        if self._store.backend is Backend.POSTGRESQL:
+            expired = expired.with_for_update(skip_locked=True)
+        ids = list(connection.execute(expired).scalars())
+        if not ids:
+            return 0
+        history = sa.select(
+            c.id,
+            c.attempts,
+            c.lease_owner,
+            c.claimed_at,
+            c.lease_until,
+            sa.literal(AttemptOutcome.LEASE_EXPIRED.value),
+            _LEASE_EXPIRED_ERROR,
+        ).where(c.id.in_(ids))
+        connection.execute(
+            attempts_table.insert().from_select(
+                ["item_id", "attempt", "owner", "started_at", "ended_at", "outcome", "error"], history
+            )
+        )
+        connection.execute(
+            sa.update(work_items)
+            .where(c.id.in_(ids))
+            .values(
+                state=sa.case(
+                    (c.attempts >= c.max_attempts, sa.literal(ItemState.DEAD.value)),
+                    else_=sa.literal(ItemState.FAILED.value),
+                ),
+                last_error=_LEASE_EXPIRED_ERROR,
+                run_after=now,
+                lease_owner=None,
+                lease_until=None,
+                updated_at=now,
+            )
+        )
+        return len(ids)
+
+    # -- dead items ---------------------------------------------------------------------------------
+
+    def redrive(self, ids: Sequence[int], *, max_attempts: int | None = None) -> int:
+        """Make dead items ready again with a fresh set of attempts; their history is kept."""
+        if max_attempts is not None:
+            _check_max_attempts(max_attempts)
+        now = self._store.clock.now()
+        c = work_items.c
+        values: dict[str, Any] = {"state": ItemState.PENDING, "attempts": 0, "run_after": now, "updated_at": now}
+        if max_attempts is not None:
+            values["max_attempts"] = max_attempts
+        with self._store.transaction() as connection:
+            result = connection.execute(
+                sa.update(work_items).where(c.id.in_(list(ids)), c.state == ItemState.DEAD).values(values)
+            )
+            return result.rowcount
+
+    def purge(self, ids: Sequence[int]) -> int:
+        """Delete dead items (with their history); other states are left alone."""
+        c = work_items.c
+        with self._store.transaction() as connection:
+            return connection.execute(
+                sa.delete(work_items).where(c.id.in_(list(ids)), c.state == ItemState.DEAD)
+            ).rowcount
+
+    # -- reading ------------------------------------------------------------------------------------
+
+    def get(self, item_id: int) -> WorkItem | None:
+        """The item with this id, or None."""
+        with self._store.reading() as connection:
+            row = connection.execute(sa.select(*_ITEM_COLUMNS).where(work_items.c.id == item_id)).first()
+        return _item(row) if row is not None else None
+
+    def find(self, kind: str, key: str) -> WorkItem | None:
+        """The item of this kind with this key, or None."""
+        with self._store.reading() as connection:
+            row = connection.execute(
+                sa.select(*_ITEM_COLUMNS).where(work_items.c.kind == kind, work_items.c.key == key)
+            ).first()
+        return _item(row) if row is not None else None
+
+    def list(
+        self,
+        *,
+        state: ItemState | None = None,
+        kind: str | None = None,
+        updated_before: datetime | None = None,
+        error_contains: str | None = None,
+        limit: int | None = None,
+    ) -> list[WorkItem]:
+        """Items by state, kind, age and error text, oldest first."""
+        c = work_items.c
+        query = sa.select(*_ITEM_COLUMNS).order_by(c.id)
+        if state is not None:
+            query = query.where(c.state == state)
+        if kind is not None:
+            query = query.where(c.kind == kind)
+        if updated_before is not None:
+            query = query.where(c.updated_at < ensure_aware(updated_before, "updated_before"))
+        if error_contains:
+            query = query.where(c.last_error.contains(error_contains, autoescape=True))
+        if limit is not None:
+            query = query.limit(limit)
+        with self._store.reading() as connection:
+            return [_item(row) for row in connection.execute(query)]
+
+    def history(self, item_id: int) -> list[Attempt]:
+        """Every ended attempt at the item, in order."""
+        a = attempts_table.c
+        with self._store.reading() as connection:
+            rows = connection.execute(
+                sa.select(attempts_table).where(a.item_id == item_id).order_by(a.id)
+            ).all()
+        return [
+            Attempt(
+                item_id=row.item_id,
+                attempt=row.attempt,
+                owner=row.owner,
+                started_at=row.started_at,
+                ended_at=row.ended_at,
+                outcome=AttemptOutcome(row.outcome),
+                error=row.error,
+            )
+            for row in rows
+        ]
+
+    def counts(self, *, kind: str | None = None) -> dict[ItemState, int]:
+        """How many items are in each state."""
+        c = work_items.c
+        query = sa.select(c.state, sa.func.count()).group_by(c.state)
+        if kind is not None:
+            query = query.where(c.kind == kind)
+        with self._store.reading() as connection:
+            found = {ItemState(state): count for state, count in connection.execute(query)}
+        return {state: found.get(state, 0) for state in ItemState}
+
+    # -- helpers ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _held(ids: Sequence[int], owner: str) -> sa.ColumnElement[bool]:
+        c = work_items.c
+        return sa.and_(c.id.in_(list(ids)), c.state == ItemState.RUNNING, c.lease_owner == owner)
+
+    def _record_attempts(
+        self,
+        connection: sa.Connection,
+        ids: Sequence[int],
+        owner: str,
+        now: datetime,
+        outcome: AttemptOutcome,
+        error: str | None,
+    ) -> None:
+        """Append the ending attempt of each held item to its history (before the item row changes)."""
+        c = work_items.c
+        if self._store.backend is Backend.POSTGRESQL:
+            # Lock the held rows first, waiting for a concurrent reap to commit: the history
+            # below must read the rows as the item update that follows will find them, or a reaped item
+            # gets a second, stale attempt row.
+            connection.execute(
+                sa.select(c.id).where(self._held(ids, owner)).order_by(c.id).with_for_update()
+            ).all()
+        history = sa.select(
+            c.id,
+            c.attempts,
+            c.lease_owner,
+            c.claimed_at,
+            sa.literal(now, UTCDateTime()),
+            sa.literal(outcome.value),
+            sa.literal(error, sa.Text()),
+        ).where(self._held(ids, owner))
+        connection.execute(
+            attempts_table.insert().from_select(
+                ["item_id", "attempt", "owner", "started_at", "ended_at", "outcome", "error"], history
+            )
+        )

@@ -1,0 +1,32 @@
+"""Running the ``vardiya`` command as a user would: a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> Result:
+    """Run ``python -m vardiya ARGS`` in ``cwd``; VARDIYA_DB / VARDIYA_APP from the outside are dropped."""
+    environment = {key: value for key, value in os.environ.items() if key not in ("VARDIYA_DB", "VARDIYA_APP")}
+    environment.update(env or {})
+    completed = subprocess.run(
+        [sys.executable, "-m", "vardiya", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return Result(completed.returncode, completed.stdout, completed.stderr)
