@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from .app import App, load_app
 from .clock import Clock, SystemClock, VirtualClock
 from .errors import (
     AppNotFound,
@@ -21,6 +22,20 @@ from .errors import (
     StoreError,
     StoreUnavailable,
     VardiyaError,
+)
+from .slots import (
+    IterableSource,
+    RecordResult,
+    SchemeChange,
+    SlotJob,
+    SlotScheme,
+    SqlTableSource,
+    TickContext,
+    atomic_write,
+    output_path,
+    replay,
+    run_tick,
+    upsert,
 )
 from .store import (
     Attempt,
@@ -42,6 +57,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
     __version__ = "0.0.0"
 
 __all__ = [
+    "App",
     "AppNotFound",
     "Attempt",
     "AttemptOutcome",
@@ -52,20 +68,33 @@ __all__ = [
     "InvalidDatabaseURL",
     "InvalidInput",
     "ItemState",
+    "IterableSource",
     "LeaseLost",
     "LedgerEntry",
     "LedgerRow",
     "LedgerStatus",
     "NotAStore",
+    "RecordResult",
     "SchemaOutdated",
     "SchemaTooNew",
+    "SchemeChange",
+    "SlotJob",
+    "SlotScheme",
+    "SqlTableSource",
     "Store",
     "StoreError",
     "StoreUnavailable",
     "SystemClock",
+    "TickContext",
     "VardiyaError",
     "VirtualClock",
     "WorkItem",
     "__version__",
+    "atomic_write",
+    "load_app",
     "open_store",
+    "output_path",
+    "replay",
+    "run_tick",
+    "upsert",
 ]

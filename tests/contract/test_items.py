@@ -21,11 +21,17 @@ def _item_rows(store: Store) -> int:
 
 
 def _history_rows(store: Store, item_id: int | None = None) -> int:
-    query = sa.select(sa.func.count()).select_from(attempts_table)
+    """Attempts as the store tells them (a success is told by the item row, failures by their own rows)."""
     if item_id is not None:
-        query = query.where(attempts_table.c.item_id == item_id)
+        return len(store.items.history(item_id))
     with store.engine.connect() as connection:
-        return connection.execute(query).scalar_one()
+        ids = list(connection.execute(sa.select(work_items.c.id)).scalars())
+    return sum(len(store.items.history(i)) for i in ids)
+
+
+def _stored_history_rows(store: Store) -> int:
+    with store.engine.connect() as connection:
+        return connection.execute(sa.select(sa.func.count()).select_from(attempts_table)).scalar_one()
 
 
 # -- enqueue --------------------------------------------------------------------------------------------
@@ -224,7 +230,9 @@ def test_complete_records_success_and_result(store: Store, clock: VirtualClock) 
     done = store.items.get(item.id)
     assert done.state is ItemState.SUCCEEDED
     assert done.result == {"rows": 12}
-    assert done.lease_owner is None and done.lease_until is None
+    # The lease is gone; the owner stays as the one that finished the item.
+    assert done.lease_owner == "w" and done.lease_until is None
+    assert _stored_history_rows(store) == 0  # a success costs no second write
     (attempt,) = store.items.history(item.id)
     assert (attempt.attempt, attempt.outcome, attempt.owner) == (1, AttemptOutcome.SUCCEEDED, "w")
     assert (attempt.started_at, attempt.ended_at) == (claimed_at, clock.now())

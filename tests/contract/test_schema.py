@@ -32,4 +32,4 @@ def test_declared_indexes_exist(store_url: str) -> None:
         names = {index["name"] for index in inspector.get_indexes("work_items")}
     finally:
         store.close()
-    assert {"ix_work_items_ready", "ix_work_items_leased", "ix_work_items_state_kind"} <= names
+    assert {"ix_work_items_ready", "ix_work_items_leased", "ix_work_items_dead"} <= names

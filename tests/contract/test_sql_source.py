@@ -254,6 +254,9 @@ def test_the_ledger_is_read_afresh_for_every_page(
     scheme = SlotScheme(slots=24)
     source = make_source(users.url, "users", chunk_size=CHUNK)
     slot_ids = expected(scheme, 4, _everything)
+    # A slot with settled records is filtered page by page (a slot with none is one plain select).
+    store.ledger.mark(JOB, PERIOD, [LedgerEntry(record=slot_ids[0], status=LedgerStatus.DONE, slot=4)])
+    slot_ids = slot_ids[1:]
 
     stream = source.records(
         store=store, job=JOB, scheme=scheme, period=PERIOD, slot=4, give_up_after=None, limit=None
@@ -262,7 +265,12 @@ def test_the_ledger_is_read_afresh_for_every_page(
     later = slot_ids[CHUNK:]  # not yet read from the database
     store.ledger.mark(JOB, PERIOD, [LedgerEntry(record=r, status=LedgerStatus.DONE) for r in later])
 
-    assert [first, *stream] == slot_ids[:CHUNK]
+    if source.shares_database_with(store):
+        # The anti-join runs per page: what was settled meanwhile is not handed out.
+        assert [first, *stream] == slot_ids[:CHUNK]
+    else:
+        # Another database: the slot's settled keys are read once, when the selection starts.
+        assert [first, *stream] == slot_ids
 
 
 def test_count_and_all_ids_ignore_the_ledger(store: Store, users: Setup, make_source: MakeSource) -> None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import signal
 from datetime import timedelta
 
 from vardiya.clock import SystemClock, VirtualClock
 from vardiya.store import AttemptOutcome, ItemState, open_store
 
-from ..support.processes import SPAWN, receive, stop
+from ..support.processes import run_then_kill
 from ..support.workers import claim_then_hang
 
 LEASE_S = 30.0
@@ -17,19 +15,7 @@ LEASE_S = 30.0
 
 def _kill_while_holding(store_url: str, owner: str, n: int) -> list[int]:
     """Spawn a worker that claims ``n`` items and hangs; SIGKILL it once it holds them. Returns their ids."""
-    receiving, sending = SPAWN.Pipe(duplex=False)
-    process = SPAWN.Process(target=claim_then_hang, args=(store_url, owner, n, LEASE_S, sending), daemon=True)
-    process.start()
-    sending.close()
-    try:
-        held = receive(receiving, process, timeout=60)
-        os.kill(process.pid, signal.SIGKILL)  # type: ignore[arg-type]
-        process.join(timeout=30)
-        assert process.exitcode == -signal.SIGKILL
-    finally:
-        receiving.close()
-        stop(process, grace=0)
-    return held
+    return list(run_then_kill(claim_then_hang, (store_url, owner, n, LEASE_S), name="doomed-worker", timeout=60))
 
 
 def _after_the_lease() -> VirtualClock:

@@ -32,6 +32,33 @@ def stop(process: SpawnProcess, *, grace: float = 10.0) -> None:
     process.close()
 
 
+def run_then_kill(target: Callable[..., None], arguments: tuple[Any, ...], *, name: str, timeout: float) -> Any:
+    """Run ``target(*arguments, conn)`` in a process, wait for its report, then SIGKILL it.
+
+    Returns the report; fails the test when the process dies before reporting.
+    """
+    import os
+    import signal
+
+    receiving, sending = SPAWN.Pipe(duplex=False)
+    process = SPAWN.Process(target=target, args=(*arguments, sending), name=name, daemon=True)
+    process.start()
+    sending.close()  # the child holds its own copy
+    try:
+        try:
+            report = receive(receiving, process, timeout=timeout)
+        except EOFError:
+            process.join(timeout=30)
+            pytest.fail(f"{name} died before it reported (exit code {process.exitcode})", pytrace=False)
+        os.kill(process.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        process.join(timeout=30)
+        assert process.exitcode == -signal.SIGKILL
+    finally:
+        receiving.close()
+        stop(process, grace=0)
+    return report
+
+
 def run_racing(target: Callable[..., None], argument_sets: Sequence[tuple[Any, ...]], *, timeout: float) -> list[Any]:
     """Run ``target(*arguments, start_barrier, conn)`` once per argument set, all in parallel.
 

@@ -20,3 +20,13 @@ def test_every_error_is_a_vardiya_error_and_exported() -> None:
         error = getattr(vardiya.errors, name)
         assert issubclass(error, vardiya.VardiyaError)
         assert name in vardiya.__all__
+
+
+def test_all_lists_are_sorted() -> None:
+    import vardiya.slots
+    import vardiya.store
+
+    for module in (vardiya, vardiya.slots, vardiya.store):
+        assert list(module.__all__) == sorted(module.__all__), module.__name__
+        for name in module.__all__:
+            assert hasattr(module, name), (module.__name__, name)

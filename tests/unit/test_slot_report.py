@@ -91,15 +91,15 @@ def test_one_record_longer_than_the_interval_overruns() -> None:
 
 
 def test_balanced_counts_with_unequal_cost_are_called_out() -> None:
-    cheap = [(slot, 10.0, 0, 0, DONE) for slot in (0, 1, 2) for _ in range(100)]
-    dear = [(3, 16.0, 0, 0, DONE)] * 105  # 5 % more records, 1.68 times the busy time
+    cheap = [(slot, 1000.0, 0, 0, DONE) for slot in (0, 1, 2) for _ in range(100)]
+    dear = [(3, 1600.0, 0, 0, DONE)] * 105  # 5 % more records, 1.68 times the busy time
     report = _report(cheap + dear)
     imbalance = [w for w in report.warnings if w.startswith("counts balance load only if per-record cost is similar")]
     assert len(imbalance) == 1 and "heaviest slot 3" in imbalance[0]
 
-    similar = _report(cheap + [(3, 14.0, 0, 0, DONE)] * 100)  # 1.4 times: within 1.5
+    similar = _report(cheap + [(3, 1400.0, 0, 0, DONE)] * 100)  # 1.4 times: within 1.5
     assert not any("per-record cost" in w for w in similar.warnings)
-    uneven = _report(cheap + [(3, 16.0, 0, 0, DONE)] * 120)  # counts 20 % apart: the counts already say it
+    uneven = _report(cheap + [(3, 1600.0, 0, 0, DONE)] * 120)  # counts 20 % apart: the counts already say it
     assert not any("per-record cost" in w for w in uneven.warnings)
 
 
@@ -212,3 +212,10 @@ def test_ledger_report_reads_one_period_of_the_store(store: Store) -> None:
 def test_ledger_report_refuses_a_key_that_is_not_a_period(store: Store) -> None:
     with pytest.raises(InvalidInput, match="2026-12-01"):
         ledger_report(store, _job(), "December")
+
+
+def test_busy_time_too_small_to_matter_is_not_called_an_imbalance() -> None:
+    # Sub-millisecond records: timer noise, not load (the tick interval is an hour).
+    samples = [(slot, 0.01 if slot else 0.05, 0, 0, DONE) for slot in range(4) for _ in range(100)]
+    report = _report(samples)
+    assert not [w for w in report.warnings if w.startswith("counts balance load")]

@@ -20,6 +20,8 @@ from rich.table import Table
 from ..clock import VirtualClock
 from ..examples.nightly_users import JOB, ZONE, build_app
 from ..slots.balance import balance
+from ..slots.chart import write_chart
+from ..slots.report import ledger_report
 from ..slots.runner import TickReport, planned_ticks, replay
 from ..store import Store
 
@@ -74,6 +76,20 @@ def nightly_section(
         f"{recovery.backfilled_slots[0][1]} from the backlog. Ledger: {counts[next(iter(counts))]} done; "
         f"{files} files under {out}"
     )
+    ledger = ledger_report(store, job, replayed.ticks[0].period)
+    chart = write_chart(root / "slots.svg", ledger)
+    balance_table = Table(title=f"balance from the ledger, {ledger.period}: per-slot load")
+    for column in ("slot", "records", "bytes", "p50 ms", "p95 ms", "max ms", "busy s", "overrun"):
+        balance_table.add_column(column, justify="right")
+    for load in ledger.slots:
+        balance_table.add_row(
+            str(load.slot), str(load.count), f"{load.bytes:,}", f"{load.p50_ms:.2f}", f"{load.p95_ms:.2f}",
+            f"{load.max_ms:.2f}", f"{load.total_ms / 1000:.2f}", "yes" if load.overrun else "",
+        )
+    console.print(balance_table)
+    for warning in ledger.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    console.print(f"chart of counts and p95 per slot: {chart}")
     figures = {
         "ticks": len(replayed.ticks),
         "processed": replayed.processed,
@@ -84,6 +100,9 @@ def nightly_section(
         "recovered_slots": [slot for _, slot in recovery.backfilled_slots],
         "files": files,
         "balance": report.to_json(),
+        "ledger_total": ledger.total,
+        "ledger_failed": ledger.failed,
+        "chart": str(chart),
     }
     return "slots", figures
 

@@ -79,7 +79,9 @@ class SlotJob:
     """A periodic job whose records are spread over the slots of a scheme.
 
     - ``handler(record, context)`` (or ``handler(record)``) runs one record; with ``batch_size`` it
-      gets a list of records and may return a mapping record -> ``RecordResult`` or exception.
+      gets a list of records and may return a mapping record -> ``RecordResult`` or exception. A
+      record the mapping leaves out succeeded with nothing to report (as with Lambda's batch item
+      failures, only what is named failed); an exception raised by the handler fails the whole batch.
     - ``runs_per_slot`` ticks fire in every slot at ``offsets`` from the window start; every run after
       the first is a compensation run that only sees records that are not done.
     - ``current_limit`` caps the records started for the tick's own slot; ``backfill_limit`` caps the

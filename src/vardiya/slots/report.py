@@ -57,6 +57,8 @@ TIME_IMBALANCE = 1.5
 """Max/min of per-slot total duration above which balanced counts get the "similar cost" warning."""
 
 COUNT_TOLERANCE = 0.10
+#: Busy time below this share of the tick interval is too small to call an imbalance (timer noise).
+SIGNIFICANT_SHARE = 0.01
 """Counts count as balanced when the fullest slot holds at most this much more than the emptiest."""
 
 _LISTED = 12  # records or slots named in a warning before it says "..."
@@ -193,14 +195,16 @@ def _is_failed(status: LedgerStatus | str) -> bool:
         raise InvalidInput(f"ledger status {status!r} is not known; use 'done' or 'failed'") from None
 
 
-def _imbalance_warning(loads: Sequence[SlotLoad]) -> str | None:
+def _imbalance_warning(loads: Sequence[SlotLoad], interval_ms: float) -> str | None:
     counts = [load.count for load in loads]
     low, high = min(counts), max(counts)
     if low == 0 or high > low * (1 + COUNT_TOLERANCE):
         return None
     totals = [load.total_ms for load in loads]
     lightest, heaviest = min(totals), max(totals)
-    if heaviest <= 0 or (lightest > 0 and heaviest / lightest <= TIME_IMBALANCE):
+    if heaviest <= max(0.0, interval_ms * SIGNIFICANT_SHARE):
+        return None
+    if lightest > 0 and heaviest / lightest <= TIME_IMBALANCE:
         return None
     ratio = f"{heaviest / lightest:.2f}" if lightest > 0 else "inf"
     slot = max(loads, key=lambda load: load.total_ms).slot
@@ -265,7 +269,7 @@ def build_ledger_report(
                 f"in all and the longest {_seconds(load.max_ms)}, against a tick interval of "
                 f"{_seconds(interval_ms)}; spread the heavy records or make them cheaper"
             )
-    imbalance = _imbalance_warning(loads)
+    imbalance = _imbalance_warning(loads, interval_ms)
     if imbalance is not None:
         warnings.append(imbalance)
     if failed_total:

@@ -26,7 +26,7 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
-from ..clock import Clock, VirtualClock, ensure_aware
+from ..clock import Clock, SystemClock, VirtualClock, ensure_aware
 from ..store import LedgerEntry, LedgerStatus, Store
 from .hashing import RecordId
 from .job import RecordResult, SlotJob, TickContext
@@ -103,10 +103,13 @@ class ReplayReport:
 class _Tick:
     """The state of one running tick: its job, clock, deadline, ledger buffer and counts."""
 
-    def __init__(self, store: Store, job: SlotJob, clock: Clock, report: TickReport, deadline_at: datetime) -> None:
+    def __init__(
+        self, store: Store, job: SlotJob, clock: Clock, timer: Clock, report: TickReport, deadline_at: datetime
+    ) -> None:
         self.store = store
         self.job = job
         self.clock = clock
+        self.timer = timer
         self.report = report
         self.deadline_at = deadline_at
         self.pending: dict[str, list[LedgerEntry]] = {}
@@ -160,7 +163,7 @@ class _Tick:
             attempt=1,
         )
         begun_at = self.clock.now()
-        begun = self.clock.monotonic()
+        begun = self.timer.monotonic()
         outcomes: Mapping[Any, Any]
         try:
             if self.job.batch_size is None:
@@ -169,7 +172,7 @@ class _Tick:
                 outcomes = self.job.call(batch, context) or {}
         except Exception as error:  # noqa: BLE001 - a handler error is an outcome, recorded in the ledger
             outcomes = {record: error for record in batch}
-        elapsed_ms = (self.clock.monotonic() - begun) * 1000 / len(batch)
+        elapsed_ms = (self.timer.monotonic() - begun) * 1000 / len(batch)
         finished_at = self.clock.now()
         for record in batch:
             outcome = outcomes.get(record)
@@ -220,9 +223,16 @@ def _history_from(store: Store, job: SlotJob, scheme: SlotScheme) -> datetime | 
     return scheme.period_for_key(first).start if first is not None else None
 
 
-def run_tick(store: Store, job: SlotJob, planned_at: datetime, *, clock: Clock | None = None) -> TickReport:
-    """Run the tick of ``job`` planned for ``planned_at`` and return what it did."""
+def run_tick(
+    store: Store, job: SlotJob, planned_at: datetime, *, clock: Clock | None = None, timer: Clock | None = None
+) -> TickReport:
+    """Run the tick of ``job`` planned for ``planned_at`` and return what it did.
+
+    ``clock`` (the store's by default) gives the tick's start and the deadline; ``timer`` (the clock by
+    default) measures how long each record took, for the ledger.
+    """
     clock = clock or store.clock
+    timer = timer or clock
     planned_at = ensure_aware(planned_at, "planned time")
     scheme = job.scheme_at(planned_at)
     position = scheme.locate(planned_at)
@@ -231,7 +241,7 @@ def run_tick(store: Store, job: SlotJob, planned_at: datetime, *, clock: Clock |
         job=job.name, period=period.key, slot=slot, planned_at=planned_at, started_at=clock.now()
     )
     report.skipped_done = store.ledger.count_done(job.name, period.key, slot=slot)
-    tick = _Tick(store, job, clock, report, job.deadline_at(position, report.started_at))
+    tick = _Tick(store, job, clock, timer, report, job.deadline_at(position, report.started_at))
     try:
         current = job.source.records(
             store=store, job=job.name, scheme=scheme, period=period.key, slot=slot,
@@ -267,13 +277,16 @@ def replay(
     clock: VirtualClock | None = None,
     skip: Iterable[tuple[datetime, datetime]] = (),
     on_tick: Any = None,
+    timer: Clock | None = None,
 ) -> ReplayReport:
     """Fire every tick of ``job`` planned in [start, end), in order, on a virtual clock.
 
     Handlers run for real; the virtual clock is set to each tick's planned time before it runs (and
     moves only if a handler moves it). ``skip`` lists [from, to) spans when the app was "down": ticks
-    planned inside them are not fired, which is what the backlog then has to recover.
+    planned inside them are not fired, which is what the backlog then has to recover. Record
+    durations are measured on ``timer``, the real clock by default: time is virtual, the cost is not.
     """
+    timer = timer or SystemClock()
     clock = clock or VirtualClock(ensure_aware(start, "start"))
     downtime = [(ensure_aware(a, "downtime start"), ensure_aware(b, "downtime end")) for a, b in skip]
     report = ReplayReport()
@@ -282,7 +295,7 @@ def replay(
             continue
         if clock.now() < planned:
             clock.set(planned)
-        tick = run_tick(store, job, planned, clock=clock)
+        tick = run_tick(store, job, planned, clock=clock, timer=timer)
         report.ticks.append(tick)
         if on_tick is not None:
             on_tick(tick)

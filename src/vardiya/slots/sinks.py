@@ -19,7 +19,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..errors import ConfigurationError
+from ..clock import ensure_aware
+from ..errors import ConfigurationError, InvalidInput
+from .scheme import Period
 
 __all__ = ["atomic_write", "output_path", "upsert"]
 
@@ -33,15 +35,18 @@ def atomic_write(
     partial file. ``durable`` (the default) adds the fsyncs of the file and its directory, so the new
     file also survives a power loss; without it a write costs about a third.
     """
-    target = Path(path)
-    if skip_existing and target.exists():
+    # Plain os.path on purpose: an output per record makes pathlib's parsing a visible cost.
+    target = os.fspath(path)
+    if skip_existing and os.path.exists(target):
         return False
-    target.parent.mkdir(parents=True, exist_ok=True)
+    parent, name = os.path.split(target)
+    parent = parent or "."
+    os.makedirs(parent, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    descriptor, temporary = tempfile.mkstemp(dir=parent, prefix=f".{name}.", suffix=".tmp")
     try:
-        os.fchmod(descriptor, 0o644)  # mkstemp makes 0600; an output is meant to be read by others
         with os.fdopen(descriptor, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o644)  # mkstemp makes 0600; an output is meant to be read by others
             handle.write(payload)
             if durable:
                 handle.flush()
@@ -52,7 +57,7 @@ def atomic_write(
         raise
     if not durable:
         return True
-    directory = os.open(target.parent, os.O_RDONLY)
+    directory = os.open(parent, os.O_RDONLY)
     try:
         os.fsync(directory)
     finally:
@@ -60,18 +65,37 @@ def atomic_write(
     return True
 
 
-def output_path(root: str | os.PathLike[str], period: date | datetime | str, record: object, *, suffix: str = ".json") -> Path:
-    """``root/yyyy/MM/dd/{record}{suffix}``: the same place for the same (period, record), every run."""
+def output_path(
+    root: str | os.PathLike[str], period: Period | date | datetime | str, record: object, *, suffix: str = ".json"
+) -> Path:
+    """``root/yyyy/MM/dd/{record}{suffix}``: the same place for the same (period, record), every run.
+
+    ``period`` is a ``Period``, its key (``2026-12-01``, or ``2026-12-01T10:30`` for a period shorter
+    than a day, which adds a ``1030`` folder so that every period has a place of its own), a date, or
+    an aware datetime whose own date is taken (pass the period, not a UTC planned time, to get the
+    period's local day). A naive datetime is refused.
+    """
+    if isinstance(period, Period):
+        period = period.key
     if isinstance(period, str):
-        day = date.fromisoformat(period[:10])
+        day, _, clock_time = period.partition("T")
+        try:
+            moment = date.fromisoformat(day)
+        except ValueError:
+            raise InvalidInput(f"period {period!r} is not a period key such as 2026-12-01") from None
+        within = clock_time.rstrip("Z").replace(":", "")
     elif isinstance(period, datetime):
-        day = period.date()
+        moment = ensure_aware(period, "period") and period.date()
+        within = ""
     else:
-        day = period
+        moment, within = period, ""
     name = str(record)
     if not name or "/" in name or name in (".", ".."):
         raise ConfigurationError(f"record id {record!r} cannot be a file name; map it to a safe name first")
-    return Path(root) / f"{day:%Y}" / f"{day:%m}" / f"{day:%d}" / f"{name}{suffix}"
+    folder = f"{os.fspath(root)}/{moment.year:04d}/{moment.month:02d}/{moment.day:02d}"
+    if within:
+        folder = f"{folder}/{within}"
+    return Path(f"{folder}/{name}{suffix}")
 
 
 def upsert(

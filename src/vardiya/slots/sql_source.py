@@ -28,12 +28,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from ..errors import ConfigurationError, InvalidDatabaseURL, InvalidInput, StoreError, StoreUnavailable
+from ..store.engine import first_line, postgres_engine, sqlite_engine
 from ..store.url import Backend, StoreURL, parse_store_url
-from .hashing import HASH_VERSION, RecordId, hash_slot_sql, mod_slot_sql, register_sqlite_functions
+from .hashing import HASH_VERSION, RecordId, hash_slot_sql, mod_slot_sql
 from .scheme import Assign, SlotScheme
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 __all__ = ["SqlTableSource", "slot_column_name"]
 
 DEFAULT_CHUNK_SIZE = 5_000
-SQLITE_BUSY_TIMEOUT_S = 30.0
 _LISTED_NAMES = 20  # names shown in an "unknown table/column" message before "and N more"
 
 
@@ -82,37 +81,8 @@ def create_source_engine(target: StoreURL) -> Engine:
                 f"source database {target.path} does not exist (or is not a file); "
                 "give the SQLite file that holds the table"
             )
-        engine = sa.create_engine(
-            target.url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False}
-        )
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.isolation_level = None
-            register_sqlite_functions(dbapi_connection)
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(connection: sa.Connection) -> None:
-            connection.exec_driver_sql("BEGIN")
-
-        return engine
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        raise StoreUnavailable(
-            "PostgreSQL needs psycopg 3, which is not installed; run: pip install 'vardiya[postgres]'"
-        ) from None
-    return sa.create_engine(
-        target.url,
-        connect_args={"connect_timeout": 5, "application_name": "vardiya-source"},
-        pool_size=2,
-        max_overflow=2,
-    )
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(getattr(error, "orig", None) or error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+        return sqlite_engine(target, store=False)
+    return postgres_engine(target, application_name="vardiya-source", pool_size=2)
 
 
 @contextlib.contextmanager
@@ -122,7 +92,7 @@ def connect(engine: Engine, target: StoreURL, *, autocommit: bool = False) -> It
         connection = engine.connect()
     except sa.exc.DBAPIError as error:
         raise StoreUnavailable(
-            f"cannot reach the source database {target.display}: {_first_line(error)}; "
+            f"cannot reach the source database {target.display}: {first_line(error)}; "
             "check the URL and that the server runs"
         ) from error
     if autocommit:
@@ -131,7 +101,7 @@ def connect(engine: Engine, target: StoreURL, *, autocommit: bool = False) -> It
         with connection:
             yield connection
     except sa.exc.SQLAlchemyError as error:
-        message = f"query on the source database {target.display} failed: {_first_line(error)}"
+        message = f"query on the source database {target.display} failed: {first_line(error)}"
         raise StoreError(message) from error
 
 
@@ -255,6 +225,7 @@ class SqlTableSource:
         self._schema = schema
         self._engine: Engine | None = None
         self._table: sa.Table | None = None
+        self._slot_sizes: dict[tuple[str, str, int], int] = {}
 
     @property
     def url(self) -> str:
@@ -352,23 +323,32 @@ class SqlTableSource:
             raise InvalidInput(f"limit must be None or a non-negative integer, got {limit!r}")
         predicate = self._slot_predicate(scheme, slot)  # validates now, not at the first next()
         same_database = self.shares_database_with(store)
-        if same_database:
-            record_id = self.table.c[self._id_column]
-            predicate = predicate & store.ledger.not_done_clause(
-                job, period, record_id, give_up_after=give_up_after
-            )
-        return self._stream(store, job, scheme, period, slot, predicate, same_database, give_up_after, limit)
+        settled: set[str] | None = None
+        ledger = store.ledger
+        exact = ledger.count_settled(job, period, slot, give_up_after=give_up_after)
+        if exact and exact >= self._slot_size(scheme, period, slot):
+            return iter(())  # the whole slot is settled: the usual answer for a backlog slot
+        # Nothing of the slot settled yet (its first run in the period): the plain indexed select.
+        if exact or ledger.count_settled(job, period, slot, give_up_after=give_up_after, include_unslotted=True):
+            if same_database:
+                record_id = self.table.c[self._id_column]
+                predicate = predicate & store.ledger.not_done_clause(
+                    job, period, record_id, give_up_after=give_up_after
+                )
+            else:
+                # One indexed read of the slot's settled keys (slot-sized, never table-sized) beats
+                # probing the ledger with IN-lists chunk by chunk.
+                settled = store.ledger.settled_in_slot(job, period, slot, give_up_after=give_up_after)
+        return self._stream(store, scheme, slot, predicate, same_database, settled, limit)
 
     def _stream(
         self,
         store: Store,
-        job: str,
         scheme: SlotScheme,
-        period: str,
         slot: int,
         predicate: sa.ColumnElement[bool],
         same_database: bool,
-        give_up_after: int | None,
+        settled: set[str] | None,
         limit: int | None,
     ) -> Iterator[RecordId]:
         remaining = limit
@@ -378,7 +358,7 @@ class SqlTableSource:
             size = self._chunk_size if remaining is None else min(self._chunk_size, remaining)
             page = self._page(predicate, after, size)
             # One short read per chunk, closed before the ids are handed out: nothing is held open while
-            # the caller works, and the ledger is read afresh for every chunk.
+            # the caller works, and an anti-join reads the ledger afresh for every chunk.
             if same_database:
                 with store.reading() as connection:
                     ids = _fetch_ids(connection, page)
@@ -392,16 +372,29 @@ class SqlTableSource:
                 checked = True
             after = ids[-1]
             found = ids
-            if not same_database:
-                settled = store.ledger.done_among(job, period, ids, give_up_after=give_up_after)
-                if settled:  # ledger keys are the ids' text: str() is record_key for int and str ids
-                    found = [record for record in ids if str(record) not in settled]
+            if settled:  # ledger keys are the ids' text: str() is record_key for int and str ids
+                found = [record for record in ids if str(record) not in settled]
             if remaining is not None:
                 found = found[:remaining]
                 remaining -= len(found)
             yield from found
             if len(ids) < size:
                 return
+
+    def _slot_size(self, scheme: SlotScheme, period: str, slot: int) -> int:
+        """The slot's row count, counted once per (scheme, period, slot) and then remembered.
+
+        It only lets a fully settled slot be skipped without reading its ids. A row added to a slot
+        after its count was taken in a period is picked up from the next period on (and at once by
+        the slot's own ticks, which always select).
+        """
+        key = (scheme.fingerprint, period, slot)
+        size = self._slot_sizes.get(key)
+        if size is None:
+            if len(self._slot_sizes) > 4 * scheme.slots:
+                self._slot_sizes.clear()  # keep only about the current periods
+            size = self._slot_sizes[key] = self.count(scheme, slot)
+        return size
 
     def count(self, scheme: SlotScheme, slot: int) -> int:
         """How many rows of the table are in ``slot`` under ``scheme`` (the ledger plays no part)."""

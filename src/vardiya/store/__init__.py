@@ -18,10 +18,10 @@ from .records import (
 from .url import DEFAULT_URL, Backend, StoreURL, parse_store_url
 
 __all__ = [
-    "DEFAULT_URL",
     "Attempt",
     "AttemptOutcome",
     "Backend",
+    "DEFAULT_URL",
     "DedupKey",
     "DedupOutcome",
     "ItemState",

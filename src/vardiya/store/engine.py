@@ -23,7 +23,7 @@ from ..errors import NotAStore, StoreError, StoreUnavailable
 from .types import dumps_json
 from .url import Backend, StoreURL
 
-__all__ = ["READ_ONLY", "create_store_engine", "driver_errors"]
+__all__ = ["READ_ONLY", "create_store_engine", "driver_errors", "first_line", "postgres_engine", "sqlite_engine"]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -32,7 +32,8 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 READ_ONLY = "vardiya_read_only"
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
+    """The first line of a driver error's message, for one-line reports."""
     text = str(getattr(error, "orig", None) or error).strip()
     return text.splitlines()[0] if text else type(error).__name__
 
@@ -44,7 +45,7 @@ def driver_errors(target: StoreURL) -> Iterator[None]:
         yield
     except sa.exc.DBAPIError as error:
         orig = getattr(error, "orig", None)
-        message = _first_line(error)
+        message = first_line(error)
         if target.backend is Backend.SQLITE and "file is not a database" in message:
             raise NotAStore(
                 f"{target.path} is not a SQLite database; point --db at a vardiya store or a new file"
@@ -56,7 +57,7 @@ def driver_errors(target: StoreURL) -> Iterator[None]:
             ) from error
         raise StoreError(f"store operation failed on {target.display}: {message}") from error
     except sa.exc.SQLAlchemyError as error:
-        raise StoreError(f"store operation failed on {target.display}: {_first_line(error)}") from error
+        raise StoreError(f"store operation failed on {target.display}: {first_line(error)}") from error
 
 
 def _is_connection_failure(orig: Any, message: str) -> bool:
@@ -100,6 +101,16 @@ def _check_sqlite_file(target: StoreURL) -> None:
 
 def _sqlite_engine(target: StoreURL) -> Engine:
     _check_sqlite_file(target)
+    return sqlite_engine(target, store=True)
+
+
+def sqlite_engine(target: StoreURL, *, store: bool) -> Engine:
+    """A SQLite engine with vardiya's SQL functions and explicit transactions.
+
+    ``store`` adds the store's settings (WAL, ``synchronous=NORMAL``, foreign keys) and ``BEGIN
+    IMMEDIATE`` for writes; a user's database (a slot source) keeps its journal mode and gets plain
+    ``BEGIN`` transactions.
+    """
     engine = sa.create_engine(
         target.url,
         connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
@@ -115,19 +126,20 @@ def _sqlite_engine(target: StoreURL) -> Engine:
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-            cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA synchronous = NORMAL")
-            cursor.execute("PRAGMA foreign_keys = ON")
+            if store:
+                cursor.execute("PRAGMA journal_mode = WAL")
+                cursor.execute("PRAGMA synchronous = NORMAL")
+                cursor.execute("PRAGMA foreign_keys = ON")
         finally:
             cursor.close()
         _register_sqlite_functions(dbapi_connection)
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: sa.Connection) -> None:
-        if connection.get_execution_options().get(READ_ONLY):
-            connection.exec_driver_sql("BEGIN")
-        else:
+        if store and not connection.get_execution_options().get(READ_ONLY):
             connection.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            connection.exec_driver_sql("BEGIN")
 
     return engine
 
@@ -140,6 +152,11 @@ def _register_sqlite_functions(dbapi_connection: sqlite3.Connection) -> None:
 
 
 def _postgres_engine(target: StoreURL) -> Engine:
+    return postgres_engine(target, application_name="vardiya", pool_size=8)
+
+
+def postgres_engine(target: StoreURL, *, application_name: str, pool_size: int) -> Engine:
+    """A PostgreSQL engine through psycopg 3, with a short connect timeout."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -148,9 +165,8 @@ def _postgres_engine(target: StoreURL) -> Engine:
         ) from None
     return sa.create_engine(
         target.url,
-        connect_args={"connect_timeout": 5, "application_name": "vardiya"},
+        connect_args={"connect_timeout": 5, "application_name": application_name},
         json_serializer=dumps_json,
-        pool_size=8,
-        max_overflow=8,
-        pool_pre_ping=False,
+        pool_size=pool_size,
+        max_overflow=pool_size,
     )

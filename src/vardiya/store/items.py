@@ -23,7 +23,8 @@ import sqlalchemy as sa
 
 from ..clock import ensure_aware, to_seconds
 from ..errors import InvalidInput, LeaseLost
-from .records import READY_STATES, Attempt, AttemptOutcome, ItemState, WorkItem
+from .hot import hot_sql
+from .records import Attempt, AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
 from .schema import work_items
 from .types import UTCDateTime, dumps_json
@@ -88,6 +89,7 @@ class WorkItems:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._hot = hot_sql(store.backend)
         self._next_reap_at: datetime | None = None
 
     # -- enqueue ------------------------------------------------------------------------------------
@@ -182,36 +184,13 @@ class WorkItems:
             return []
         now = self._store.clock.now()
         until = now + timedelta(seconds=_lease_seconds(lease))
-        ready = sa.select(work_items.c.id).where(
-            work_items.c.state.in_(READY_STATES), work_items.c.run_after <= now
-        )
-        if kinds:
-            ready = ready.where(work_items.c.kind.in_(list(kinds)))
-        ready = ready.order_by(work_items.c.run_after, work_items.c.id).limit(n)
-        if self._store.backend is Backend.POSTGRESQL:
-            ready = ready.with_for_update(skip_locked=True)
-        picked = ready.cte("picked")
-        claim = (
-            sa.update(work_items)
-            .where(work_items.c.id == picked.c.id)
-            .values(
-                state=ItemState.RUNNING,
-                lease_owner=owner,
-                lease_until=until,
-                claimed_at=now,
-                attempts=work_items.c.attempts + 1,
-                updated_at=now,
-            )
-            .returning(*_ITEM_COLUMNS)
-        )
+        statement, parameters = self._hot.claim(n, kinds, owner, now, until)
         with self._store.transaction() as connection:
             if self._next_reap_at is None or now >= self._next_reap_at:
                 self._reap(connection, now)
                 self._next_reap_at = now + timedelta(seconds=REAP_INTERVAL_S)
-            rows = connection.execute(claim).all()
-        items = [_item(row) for row in rows]
-        items.sort(key=lambda item: (item.run_after, item.id))
-        return items
+            rows = connection.exec_driver_sql(statement, parameters).fetchall()
+        return self._hot.claimed(rows, owner, now, until)
 
     def heartbeat(self, ids: Sequence[int], *, owner: str, lease: float | timedelta) -> set[int]:
         """Extend the leases ``owner`` holds on ``ids``; returns the ids it no longer holds."""
@@ -242,23 +221,23 @@ class WorkItems:
             return set()
         now = self._store.clock.now()
         with self._store.transaction() as connection:
-            self._record_attempts(connection, ids, owner, now, AttemptOutcome.SUCCEEDED, None)
-            done = sa.update(work_items).where(self._held(ids, owner)).returning(work_items.c.id)
-            finished = {"state": ItemState.SUCCEEDED, "lease_owner": None, "lease_until": None, "updated_at": now}
-            if results:
-                held: set[int] = set()
-                for item_id in ids:
-                    values = dict(finished, result=results.get(item_id))
-                    row = connection.execute(
-                        sa.update(work_items)
-                        .where(self._held([item_id], owner))
-                        .values(values)
-                        .returning(work_items.c.id)
-                    ).first()
-                    if row is not None:
-                        held.add(row.id)
-            else:
-                held = set(connection.execute(done.values(finished)).scalars())
+            if self._store.backend is Backend.POSTGRESQL:
+                self._lock_held(connection, ids, owner)
+            if not results:
+                held = {row[0] for row in connection.exec_driver_sql(
+                    self._hot.complete, self._hot.complete_params(ids, owner, now)
+                )}
+                return set(ids) - held
+            held = set()
+            for item_id in ids:
+                row = connection.execute(
+                    sa.update(work_items)
+                    .where(self._held([item_id], owner))
+                    .values(state=ItemState.SUCCEEDED, lease_until=None, updated_at=now, result=results.get(item_id))
+                    .returning(work_items.c.id)
+                ).first()
+                if row is not None:
+                    held.add(row.id)
         return set(ids) - held
 
     def fail(
@@ -459,12 +438,38 @@ class WorkItems:
             return [_item(row) for row in connection.execute(query)]
 
     def history(self, item_id: int) -> list[Attempt]:
-        """Every ended attempt at the item, in order."""
+        """Every ended attempt at the item, in order.
+
+        Failed and expired attempts have rows of their own. The successful attempt, always the last,
+        is told by the item row itself (attempt number, owner, claimed and finished times), which
+        spares every successful item a second write.
+        """
         a = attempts_table.c
+        c = work_items.c
         with self._store.reading() as connection:
             rows = connection.execute(
                 sa.select(attempts_table).where(a.item_id == item_id).order_by(a.id)
             ).all()
+            finished = connection.execute(
+                sa.select(c.attempts, c.lease_owner, c.claimed_at, c.updated_at).where(
+                    c.id == item_id, c.state == ItemState.SUCCEEDED
+                )
+            ).first()
+        success = (
+            [
+                Attempt(
+                    item_id=item_id,
+                    attempt=finished.attempts,
+                    owner=finished.lease_owner,
+                    started_at=finished.claimed_at,
+                    ended_at=finished.updated_at,
+                    outcome=AttemptOutcome.SUCCEEDED,
+                    error=None,
+                )
+            ]
+            if finished is not None
+            else []
+        )
         return [
             Attempt(
                 item_id=row.item_id,
@@ -476,7 +481,7 @@ class WorkItems:
                 error=row.error,
             )
             for row in rows
-        ]
+        ] + success
 
     def counts(self, *, kind: str | None = None) -> dict[ItemState, int]:
         """How many items are in each state."""
@@ -495,6 +500,15 @@ class WorkItems:
         c = work_items.c
         return sa.and_(c.id.in_(list(ids)), c.state == ItemState.RUNNING, c.lease_owner == owner)
 
+    def _lock_held(self, connection: sa.Connection, ids: Sequence[int], owner: str) -> None:
+        """Lock the held rows first, waiting for a concurrent reap to commit (PostgreSQL).
+
+        What follows must read the rows as the item update will find them, or a reaped item gets a
+        second, stale attempt row.
+        """
+        c = work_items.c
+        connection.execute(sa.select(c.id).where(self._held(ids, owner)).order_by(c.id).with_for_update()).all()
+
     def _record_attempts(
         self,
         connection: sa.Connection,
@@ -507,12 +521,7 @@ class WorkItems:
         """Append the ending attempt of each held item to its history (before the item row changes)."""
         c = work_items.c
         if self._store.backend is Backend.POSTGRESQL:
-            # Lock the held rows first, waiting for a concurrent reap to commit: the history
-            # below must read the rows as the item update that follows will find them, or a reaped item
-            # gets a second, stale attempt row.
-            connection.execute(
-                sa.select(c.id).where(self._held(ids, owner)).order_by(c.id).with_for_update()
-            ).all()
+            self._lock_held(connection, ids, owner)
         history = sa.select(
             c.id,
             c.attempts,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from .hot import hot_sql
 from .records import LedgerEntry, LedgerRow, LedgerStatus, record_key
 from .schema import ledger
 
@@ -58,53 +59,19 @@ class Ledger:
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._mark_statement = self._build_mark()
-
-    def _build_mark(self) -> Any:
-        insert = self._store.dialect_insert(ledger)
-        excluded = insert.excluded
-        c = ledger.c
-        return insert.on_conflict_do_update(
-            index_elements=["job", "period", "record"],
-            set_={
-                "status": sa.case((c.status == _DONE, c.status), else_=excluded.status),
-                "attempts": c.attempts + excluded.attempts,
-                "first_attempt_at": sa.func.coalesce(c.first_attempt_at, excluded.first_attempt_at),
-                "last_attempt_at": excluded.last_attempt_at,
-                "duration_ms": sa.case((c.status == _DONE, c.duration_ms), else_=excluded.duration_ms),
-                "rows": sa.case((c.status == _DONE, c.rows), else_=excluded.rows),
-                "bytes": sa.case((c.status == _DONE, c.bytes), else_=excluded.bytes),
-                "error": sa.case((c.status == _DONE, c.error), else_=excluded.error),
-                "slot": sa.func.coalesce(excluded.slot, c.slot),
-            },
-        )
+        self._hot = hot_sql(store.backend)
 
     def mark(self, job: str, period: str, entries: Iterable[LedgerEntry], *, chunk_size: int = CHUNK_SIZE) -> int:
-        """Record outcomes for many records, one transaction per chunk; returns how many were marked."""
+        """Record outcomes for many records, one transaction per chunk; returns how many were marked.
+
+        The upsert is the hot statement of ``hot.py``, run as driver SQL with plain tuples.
+        """
         marked = 0
+        hot = self._hot
         for chunk in _chunks(entries, chunk_size):
-            rows = [
-                {
-                    "job": job,
-                    "period": period,
-                    "record": record_key(entry.record),
-                    "slot": entry.slot,
-                    "status": entry.status,
-                    "attempts": entry.attempts,
-                    "first_attempt_at": entry.started_at,
-                    "last_attempt_at": entry.finished_at or entry.started_at,
-                    "duration_ms": entry.duration_ms,
-                    "rows": entry.rows,
-                    "bytes": entry.bytes,
-                    "error": entry.error,
-                }
-                for entry in chunk
-            ]
-            # Upsert in key order: concurrent marks of overlapping records then take their row locks in
-            # one order, so they wait for each other instead of deadlocking on PostgreSQL.
-            rows.sort(key=lambda row: row["record"])
+            rows = hot.ledger_rows(job, period, chunk)
             with self._store.transaction() as connection:
-                connection.execute(self._mark_statement, rows)
+                connection.exec_driver_sql(hot.ledger_upsert, rows)
             marked += len(rows)
         return marked
 
@@ -192,26 +159,49 @@ class Ledger:
             self._settled(give_up_after),
         )
 
+    @staticmethod
+    def _in_slot(slot: int) -> sa.ColumnElement[bool]:
+        """Rows of the slot, and rows marked without a slot (which may belong to it)."""
+        return sa.or_(ledger.c.slot == slot, ledger.c.slot.is_(None))
+
     def settled_in_slot(self, job: str, period: str, slot: int, *, give_up_after: int | None = None) -> set[str]:
-        """The ledger keys of one slot's settled records in a period: one indexed query, slot-sized."""
+        """The ledger keys of one slot's settled records in a period: one indexed query, slot-sized.
+
+        Rows marked without a slot are included: they may be of this slot, and an extra key only
+        filters out a record that is settled anyway.
+        """
         c = ledger.c
         with self._store.reading() as connection:
             return set(
                 connection.execute(
                     sa.select(c.record).where(
-                        c.job == job, c.period == period, c.slot == slot, self._settled(give_up_after)
+                        c.job == job, c.period == period, self._in_slot(slot), self._settled(give_up_after)
                     )
                 ).scalars()
             )
 
-    def count_settled(self, job: str, period: str, slot: int, *, give_up_after: int | None = None) -> int:
-        """How many of one slot's records are settled in a period (an index-only count)."""
+    def count_settled(
+        self,
+        job: str,
+        period: str,
+        slot: int,
+        *,
+        give_up_after: int | None = None,
+        include_unslotted: bool = False,
+    ) -> int:
+        """How many of one slot's records are settled in a period (an index-only count).
+
+        ``include_unslotted`` also counts rows marked without a slot, which may belong to it: then a
+        zero really means "nothing to filter out". Without it the count is exact for the slot, which
+        is what "is the whole slot settled?" needs.
+        """
         c = ledger.c
+        in_slot = self._in_slot(slot) if include_unslotted else c.slot == slot
         with self._store.reading() as connection:
             return int(
                 connection.execute(
                     sa.select(sa.func.count()).where(
-                        c.job == job, c.period == period, c.slot == slot, self._settled(give_up_after)
+                        c.job == job, c.period == period, in_slot, self._settled(give_up_after)
                     )
                 ).scalar_one()
             )

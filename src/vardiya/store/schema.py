@@ -77,7 +77,14 @@ work_items = sa.Table(
         postgresql_where=sa.text("state = 'running'"),
         sqlite_where=sa.text("state = 'running'"),
     ),
-    sa.Index("ix_work_items_state_kind", "state", "kind"),
+    # Dead letters are listed by kind and age; a partial index keeps the hot path free of its upkeep.
+    sa.Index(
+        "ix_work_items_dead",
+        "kind",
+        "updated_at",
+        postgresql_where=sa.text("state = 'dead'"),
+        sqlite_where=sa.text("state = 'dead'"),
+    ),
 )
 
 attempts = sa.Table(

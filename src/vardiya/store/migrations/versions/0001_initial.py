@@ -22,6 +22,7 @@ Identifier = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 JSONDocument = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 READY = sa.text("state IN ('pending', 'failed')")
 RUNNING = sa.text("state = 'running'")
+DEAD = sa.text("state = 'dead'")
 
 
 def _enum(name: str, *values: str) -> sa.Enum:
@@ -51,7 +52,9 @@ def upgrade() -> None:
     )
     op.create_index("ix_work_items_ready", "work_items", ["run_after", "id"], postgresql_where=READY, sqlite_where=READY)
     op.create_index("ix_work_items_leased", "work_items", ["lease_until"], postgresql_where=RUNNING, sqlite_where=RUNNING)
-    op.create_index("ix_work_items_state_kind", "work_items", ["state", "kind"])
+    op.create_index(
+        "ix_work_items_dead", "work_items", ["kind", "updated_at"], postgresql_where=DEAD, sqlite_where=DEAD
+    )
 
     op.create_table(
         "work_item_attempts",
