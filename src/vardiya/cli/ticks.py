@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from zoneinfo import ZoneInfo
+
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
@@ -16,15 +18,21 @@ from .context import Settings, emit_json, global_options, pass_settings
 __all__ = ["replay_command", "tick"]
 
 
-def _tick_table(ticks: list[TickReport]) -> Table:
-    table = Table(title="ticks")
-    for column in ("planned", "period", "slot", "selected", "skipped done", "processed", "failed", "backfilled", "deadline"):
+def _tick_table(ticks: list[TickReport], zone: str) -> Table:
+    table = Table(title=f"ticks (times in {zone})")
+    table.add_column("planned", no_wrap=True)
+    for column in ("slot", "due", "skipped", "ok", "failed", "backlog", "cut"):
         table.add_column(column, justify="right")
+    table.caption = (
+        "due: the slot's records not done yet; skipped: already done; backlog: recovered from earlier "
+        "slots; cut: the deadline stopped the tick"
+    )
+    place = ZoneInfo(zone)
     for tick in ticks:
         table.add_row(
-            tick.planned_at.isoformat(timespec="minutes"), tick.period, str(tick.slot), str(tick.selected),
+            f"{tick.planned_at.astimezone(place):%Y-%m-%d %H:%M}", str(tick.slot), str(tick.selected),
             str(tick.skipped_done), str(tick.processed), str(tick.failed), str(tick.backfilled),
-            "hit" if tick.deadline_hit else "",
+            "yes" if tick.deadline_hit else "",
         )
     return table
 
@@ -44,7 +52,7 @@ def tick(settings: Settings, job_name: str, at: str, as_json: bool) -> int:
     if as_json:
         emit_json(report.to_json())
     else:
-        settings.console.print(_tick_table([report]))
+        settings.console.print(_tick_table([report], job.scheme.tz))
     return 1 if report.failed else 0
 
 
@@ -71,7 +79,7 @@ def replay_command(settings: Settings, job_name: str, start: str, end: str, as_j
     if as_json:
         emit_json(report.to_json())
     else:
-        settings.console.print(_tick_table(report.ticks))
+        settings.console.print(_tick_table(report.ticks, job.scheme.tz))
         settings.console.print(f"processed {report.processed}, failed {report.failed}, ticks {len(report.ticks)}")
     return 1 if report.still_failed else 0
 
