@@ -137,6 +137,7 @@ class HotSQL:
         """WorkItems from the claim's rows; what the claim itself set is filled in, not read back."""
         sqlite = self.backend is Backend.SQLITE
         items = []
+        times: dict[str, datetime | None] = {}  # items enqueued together share their times: parse once
         for row in rows:
             item_id, kind, key, payload, attempts, max_attempts, run_after, created_at, last_error = row
             if sqlite:
@@ -145,7 +146,14 @@ class HotSQL:
                     payload = None
                 elif isinstance(payload, str):
                     payload = json.loads(payload)
-                run_after, created_at = _sqlite_read_time(run_after), _sqlite_read_time(created_at)
+                parsed = times.get(run_after)
+                if parsed is None:
+                    parsed = times[run_after] = _sqlite_read_time(run_after)
+                run_after = parsed
+                parsed = times.get(created_at)
+                if parsed is None:
+                    parsed = times[created_at] = _sqlite_read_time(created_at)
+                created_at = parsed
             items.append(
                 WorkItem(
                     id=item_id, kind=kind, key=key, payload=payload, state=ItemState.RUNNING,
