@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from vardiya.clock import VirtualClock
 from vardiya.errors import InvalidInput
@@ -247,3 +249,43 @@ def test_scheme_change_inside_a_period_is_refused() -> None:
             Recorder(), SlotScheme(slots=24),
             scheme_changes=(SchemeChange(effective_from=datetime(2026, 12, 2, 5, tzinfo=UTC), scheme=SlotScheme(slots=48)),),
         )
+
+
+ZONES_ALL = ["UTC", "Europe/Istanbul", "America/New_York", "Australia/Lord_Howe"]
+DST_DAYS = [datetime(2026, 3, 8), datetime(2026, 11, 1), datetime(2026, 4, 5), datetime(2026, 10, 4), datetime(2026, 3, 29)]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    zone=st.sampled_from(ZONES_ALL),
+    day=st.one_of(st.sampled_from(DST_DAYS), st.dates(min_value=date(2026, 1, 1), max_value=date(2026, 12, 30)).map(
+        lambda d: datetime(d.year, d.month, d.day)
+    )),
+    shape=st.sampled_from([(1, "sequential"), (24, "sequential"), (48, "sequential"), (48, "nested")]),
+    assign=st.sampled_from(["mod", "hash"]),
+    ids=st.lists(st.integers(min_value=-10_000, max_value=10_000), min_size=1, max_size=120, unique=True),
+)
+def test_exactly_once_per_period_for_any_zone_day_and_ids(
+    store_url: str, zone: str, day: datetime, shape: tuple[int, str], assign: str, ids: list[int]
+) -> None:
+    from vardiya.store import open_store
+
+    slots, layout = shape
+    start = (day - timedelta(days=1)).replace(tzinfo=ZoneInfo(zone))
+    clock = VirtualClock(start)
+    handler = Recorder()
+    with open_store(store_url, clock=clock) as fresh:
+        fresh.ledger.reset("job", f"{start:%Y-%m-%d}")
+        job = SlotJob(
+            name=f"job-{len(ids)}-{zone}-{day:%m%d}-{slots}-{layout}-{assign}",
+            scheme=SlotScheme(slots=slots, tz=zone, assign=assign, layout=layout),
+            source=IterableSource(ids), handler=handler, catch_up=0, backfill_limit=10_000, start=start,
+        )
+        report = replay(fresh, job, start, start + timedelta(days=3), clock=clock)
+        periods = sorted({tick.period for tick in report.ticks})
+        assert periods == [f"{start + timedelta(days=n):%Y-%m-%d}" for n in range(3)]
+        for period in periods:
+            assert fresh.ledger.counts(job.name, period)[LedgerStatus.DONE] == len(ids)
+            for record in ids:
+                assert handler.calls[(period, record)] == 1
