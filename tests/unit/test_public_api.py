@@ -24,10 +24,11 @@ def test_every_error_is_a_vardiya_error_and_exported() -> None:
 
 def test_all_lists_are_sorted() -> None:
     import vardiya.invoke
+    import vardiya.pipeline
     import vardiya.slots
     import vardiya.store
 
-    for module in (vardiya, vardiya.invoke, vardiya.slots, vardiya.store):
+    for module in (vardiya, vardiya.invoke, vardiya.pipeline, vardiya.slots, vardiya.store):
         assert list(module.__all__) == sorted(module.__all__), module.__name__
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)
