@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SqlTableSource", "slot_column_name"]
 
-DEFAULT_CHUNK_SIZE = 5_000
+DEFAULT_CHUNK_SIZE = 50_000
 _LISTED_NAMES = 20  # names shown in an "unknown table/column" message before "and N more"
 
 
