@@ -108,7 +108,7 @@ def load_object(spec: str | None, *, what: str = "app", option: str = "--app / V
     if not separator or not location or not attribute:
         raise AppNotFound(f"{what} {spec!r} is not MODULE_OR_FILE:ATTR, e.g. myproject.jobs:app or jobs.py:app")
     try:
-        module = _import(location)
+        module = _import(location, option)
     except AppNotFound:
         raise
     except Exception as error:  # noqa: BLE001 - any import-time failure of user code is reported in one line
@@ -121,11 +121,11 @@ def load_object(spec: str | None, *, what: str = "app", option: str = "--app / V
     return target
 
 
-def _import(location: str) -> Any:
+def _import(location: str, option: str) -> Any:
     if location.endswith(".py") or os.sep in location or "/" in location:
         path = Path(location).resolve()
         if not path.is_file():
-            raise AppNotFound(f"no such file {location!r}; check --app / VARDIYA_APP")
+            raise AppNotFound(f"no such file {location!r}; check {option}")
         module_name = f"vardiya_app_{abs(hash(str(path)))}"
         if module_name in sys.modules:
             return sys.modules[module_name]
@@ -144,7 +144,7 @@ def _import(location: str) -> Any:
         return importlib.import_module(location)
     except ModuleNotFoundError as error:
         if error.name and location.startswith(error.name):
-            raise AppNotFound(f"no module named {location!r}; check --app / VARDIYA_APP and PYTHONPATH") from None
+            raise AppNotFound(f"no module named {location!r}; check {option} and PYTHONPATH") from None
         raise
 
 

@@ -15,6 +15,7 @@ from ..errors import VardiyaError
 from .context import global_options
 from .db import db
 from .demo import demo
+from .pipeline import pipeline
 from .slots import slots
 from .ticks import replay_command, tick
 
@@ -33,6 +34,7 @@ cli.add_command(demo)
 cli.add_command(tick)
 cli.add_command(replay_command)
 cli.add_command(slots)
+cli.add_command(pipeline)
 
 
 def _one_line(text: str) -> str:
