@@ -21,6 +21,7 @@ from .errors import (
     SchemaTooNew,
     StoreError,
     StoreUnavailable,
+    UndeclaredRead,
     VardiyaError,
 )
 from .slots import (
@@ -86,6 +87,7 @@ __all__ = [
     "StoreUnavailable",
     "SystemClock",
     "TickContext",
+    "UndeclaredRead",
     "VardiyaError",
     "VirtualClock",
     "WorkItem",

@@ -7,7 +7,8 @@ exits with code 2. Messages say what is wrong and how to fix it.
     ├── ConfigurationError          bad settings, options or declarations (fix the configuration)
     │   ├── InvalidDatabaseURL      a --db / VARDIYA_DB value vardiya cannot use
     │   ├── InvalidInput            a value, file or payload that does not fit (fix the input)
-    │   └── AppNotFound             --app / VARDIYA_APP does not import or lacks the attribute
+    │   ├── AppNotFound             --app / VARDIYA_APP does not import or lacks the attribute
+    │   └── UndeclaredRead          a pipeline task read a partition its declared graph does not explain
     ├── StoreError                  the state store cannot do what was asked (driver errors wrapped here)
     │   ├── StoreUnavailable        the database cannot be reached or opened
     │   ├── NotAStore               the file or database is not something vardiya can use
@@ -32,6 +33,7 @@ __all__ = [
     "SchemaTooNew",
     "StoreError",
     "StoreUnavailable",
+    "UndeclaredRead",
     "VardiyaError",
 ]
 
@@ -54,6 +56,14 @@ class InvalidInput(ConfigurationError):
 
 class AppNotFound(ConfigurationError):
     """The app named by --app / VARDIYA_APP cannot be imported or lacks the attribute."""
+
+
+class UndeclaredRead(ConfigurationError):
+    """A pipeline task read an upstream (stage, partition) that its stage's ``depends_on`` does not declare.
+
+    Raised in strict mode (the task fails with it); otherwise the read is recorded and warned about.
+    The message names the task, what it read and the dependency to add.
+    """
 
 
 class StoreError(VardiyaError):

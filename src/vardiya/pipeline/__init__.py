@@ -1,12 +1,15 @@
 """Partitioned pipelines: stages over partition sets, expanded into a graph of ``stage@partition`` tasks.
 
-The pure part lives here: ``partitions`` (which keys a stage runs for), ``mapping`` (which upstream
-partitions a downstream partition reads), ``stages`` (declarations), ``graph`` (expansion, validation,
-topological order) and ``impact`` (blast radius, rerun sets, restarts). Nothing here touches a store.
+The pure part: ``partitions`` (which keys a stage runs for), ``mapping`` (which upstream partitions a
+downstream partition reads), ``stages`` (declarations), ``graph`` (expansion, validation, topological
+order) and ``impact`` (blast radius, rerun sets, restarts); none of these touches a store or a file.
+At the edges: ``io`` (atomic outputs, the lineage of reads), ``state`` (the pipeline tables of the
+store, ``status``) and ``run`` (planning, running, checkpoints; ``resume``, ``rerun``, ``backfill``).
 """
 
 from __future__ import annotations
 
+from ..store.schema import RunState, TaskState
 from .graph import TaskGraph, build_graph, task_name
 from .impact import (
     AllImpact,
@@ -30,8 +33,11 @@ from .mapping import (
     same,
     window,
 )
+from .io import Output, Read, TaskContext, UndeclaredReadWarning, task_output_path
 from .partitions import Daily, Monthly, PartitionKind, PartitionSet, Static, Unpartitioned
+from .run import RunMode, RunResult, backfill, rerun, resume, run_pipeline
 from .stages import Pipeline, Stage
+from .state import PipelineState, PipelineStatus, RunRecord, TaskAttempt, TaskRead, TaskRecord, status
 
 __all__ = [
     "AllImpact",
@@ -40,16 +46,31 @@ __all__ = [
     "Impact",
     "MappingKind",
     "Monthly",
+    "Output",
     "PartitionKind",
     "PartitionMapping",
     "PartitionSet",
     "Pipeline",
+    "PipelineState",
+    "PipelineStatus",
+    "Read",
     "Restart",
+    "RunMode",
+    "RunRecord",
+    "RunResult",
+    "RunState",
     "Stage",
     "Static",
+    "TaskAttempt",
+    "TaskContext",
     "TaskGraph",
+    "TaskRead",
+    "TaskRecord",
+    "TaskState",
+    "UndeclaredReadWarning",
     "Unpartitioned",
     "all_partitions",
+    "backfill",
     "blast_radius",
     "build_graph",
     "custom",
@@ -57,10 +78,15 @@ __all__ = [
     "descendants",
     "impact_all",
     "offset",
+    "rerun",
     "rerun_set",
     "restart_after_failure",
+    "resume",
+    "run_pipeline",
     "same",
+    "status",
     "task_impact",
     "task_name",
+    "task_output_path",
     "window",
 ]

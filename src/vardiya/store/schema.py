@@ -13,7 +13,19 @@ import sqlalchemy as sa
 from .records import AttemptOutcome, DedupOutcome, ItemState, LedgerStatus
 from .types import JSONDocument, UTCDateTime
 
-__all__ = ["attempts", "dedup_keys", "ledger", "metadata", "work_items"]
+__all__ = [
+    "RunState",
+    "TaskState",
+    "attempts",
+    "dedup_keys",
+    "ledger",
+    "metadata",
+    "pipeline_reads",
+    "pipeline_runs",
+    "pipeline_task_runs",
+    "pipeline_tasks",
+    "work_items",
+]
 
 metadata = sa.MetaData(
     naming_convention={
@@ -144,3 +156,110 @@ dedup_keys = sa.Table(
     sa.Index("ix_dedup_keys_expires_at", "expires_at"),
     sa.Index("ix_dedup_keys_item_id", "item_id"),
 )
+
+
+# -- partitioned pipelines ---------------------------------------------------------------------------
+# The enums live here rather than in vardiya.pipeline: the pipeline package imports the store, so the
+# store's schema cannot import the pipeline package without a cycle. vardiya.pipeline re-exports them.
+
+
+class TaskState(str, enum.Enum):
+    """Where a pipeline task (``stage@partition``) stands.
+
+    ``blocked``: an upstream task failed in the run, so this one could not start. ``skipped``: the run
+    found it already done; it is a run's verdict and never stored (a done task stays ``succeeded``).
+    """
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+    SKIPPED = "skipped"
+
+
+class RunState(str, enum.Enum):
+    """How a pipeline run ended; ``interrupted`` when its process died and a later run found it open."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+pipeline_runs = sa.Table(
+    "pipeline_runs",
+    metadata,
+    sa.Column("id", Identifier, primary_key=True, autoincrement=True),
+    sa.Column("pipeline", sa.String(200), nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=False),
+    sa.Column("finished_at", UTCDateTime),
+    sa.Column("state", _state_enum(RunState, "pipeline_run_state"), nullable=False),
+    # The selection and settings the run was started with: what `resume` plans from again.
+    sa.Column("options", JSONDocument, nullable=False),
+    sa.Index("ix_pipeline_runs_pipeline", "pipeline", "id"),
+)
+
+# One row per task ever planned: its latest state and the checkpoint of its last success.
+pipeline_tasks = sa.Table(
+    "pipeline_tasks",
+    metadata,
+    sa.Column("pipeline", sa.String(200), primary_key=True),
+    sa.Column("task", sa.String(500), primary_key=True),
+    sa.Column("state", _state_enum(TaskState, "pipeline_task_state"), nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column(
+        "run_id",
+        Identifier,
+        sa.ForeignKey("pipeline_runs.id", ondelete="SET NULL", name="fk_pipeline_tasks_run_id"),
+    ),
+    sa.Column("started_at", UTCDateTime),
+    sa.Column("finished_at", UTCDateTime),
+    sa.Column("error", sa.Text),
+    sa.Column("output_path", sa.Text),
+    sa.Column("output_fingerprint", sa.String(64)),
+    sa.Column("rows", sa.BigInteger),
+    sa.Column("materialized_at", UTCDateTime),
+    # The run that produced the current output: staleness compares these (run ids only grow).
+    sa.Column("materialized_run_id", Identifier),
+    sa.Index("ix_pipeline_tasks_run_id", "run_id"),
+)
+
+# Every attempt at a task, in every run: the history a restart and the concurrency checks read.
+pipeline_task_runs = sa.Table(
+    "pipeline_task_runs",
+    metadata,
+    sa.Column("id", Identifier, primary_key=True, autoincrement=True),
+    sa.Column(
+        "run_id",
+        Identifier,
+        sa.ForeignKey("pipeline_runs.id", ondelete="CASCADE", name="fk_pipeline_task_runs_run_id"),
+        nullable=False,
+    ),
+    sa.Column("pipeline", sa.String(200), nullable=False),
+    sa.Column("task", sa.String(500), nullable=False),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("state", _state_enum(TaskState, "pipeline_task_state"), nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=False),
+    sa.Column("finished_at", UTCDateTime),
+    sa.Column("error", sa.Text),
+    sa.Index("ix_pipeline_task_runs_run_id", "run_id"),
+    sa.Index("ix_pipeline_task_runs_pipeline", "pipeline", "task"),
+)
+
+# Lineage: every (stage, partition) a task read in a run, and whether the declared graph explains it.
+pipeline_reads = sa.Table(
+    "pipeline_reads",
+    metadata,
+    sa.Column(
+        "run_id",
+        Identifier,
+        sa.ForeignKey("pipeline_runs.id", ondelete="CASCADE", name="fk_pipeline_reads_run_id"),
+        primary_key=True,
+    ),
+    sa.Column("task", sa.String(500), primary_key=True),
+    sa.Column("read_stage", sa.String(200), primary_key=True),
+    sa.Column("read_partition", sa.String(200), primary_key=True),
+    sa.Column("declared", sa.Boolean, nullable=False),
+)
+

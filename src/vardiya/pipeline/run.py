@@ -1,0 +1,529 @@
+"""Running a pipeline: plan the tasks of a selection, run them in topological order, checkpoint each.
+
+Planning (pure, before anything is written)
+    The selection is every task, or the tasks named, or a partition range, or both. A selected task
+    whose upstream is neither selected nor done is either planned too, with its own missing upstream
+    (``plan_upstream=True``, the default), or the run is refused with an ``InvalidInput`` naming them:
+    a consumption for 2026-07 never runs without clean@2026-06 and silently yields zero rows. Done means
+    checkpointed as succeeded with its output file still there; done tasks are ``skipped``.
+
+Running
+    Up to ``concurrency`` tasks at once (threads; the store is shared through its connection pool). A
+    task starts when every upstream has succeeded, in this run or an earlier one. A failure blocks
+    exactly its descendants; independent tasks keep running, unless ``fail_fast`` stops launching at
+    the first failure (the unlaunched tasks stay ``pending``). A stage's ``retries`` and
+    ``retry_wait_s`` apply to errors of its code; errors vardiya raises for a declaration
+    (``ConfigurationError``, e.g. ``UndeclaredRead``) and injected drills are final.
+
+The ways in
+    ``run_pipeline`` (a selection), ``resume`` (the failed, blocked and never-run tasks of the last
+    run's selection), ``rerun`` (a task and all its descendants, invalidated first, nothing else) and
+    ``backfill`` (a partition range with a bound on the tasks running at once). ``status`` is in
+    ``state``. Every one returns a ``RunResult``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from ..clock import Clock
+from ..errors import ConfigurationError, InvalidInput
+from ..store.schema import RunState, TaskState
+from .graph import TaskGraph, build_graph
+from .impact import descendants
+from .io import Output, Read, TaskContext, UndeclaredReadWarning, publish, task_output_path
+from .partitions import Unpartitioned
+from .stages import Pipeline
+from .state import PipelineState, TaskRecord
+
+if TYPE_CHECKING:
+    from ..store.api import Store
+
+__all__ = ["RunMode", "RunResult", "backfill", "rerun", "resume", "run_pipeline"]
+
+DRILL = "injected failure (drill)"
+_SHOWN = 5  # how many tasks a refusal names before it says how many more
+
+
+class RunMode(StrEnum):
+    """How a run was started; stored with its options."""
+
+    RUN = "run"
+    RESUME = "resume"
+    RERUN = "rerun"
+    BACKFILL = "backfill"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    """What a run did, task names in topological order; ``ran`` is every task attempted (succeeded + failed)."""
+
+    run_id: int
+    pipeline: str
+    ran: tuple[str, ...]
+    succeeded: tuple[str, ...]
+    failed: tuple[str, ...]
+    blocked: tuple[str, ...]
+    skipped: tuple[str, ...]
+    #: Not launched because ``fail_fast`` stopped the run (they are neither failed nor blocked).
+    pending: tuple[str, ...] = ()
+    #: The last error of each failed task.
+    errors: Mapping[str, str] = field(default_factory=dict)
+    #: Reads the declared graph does not explain (warned about, or failing their task in strict mode).
+    undeclared_reads: tuple[Read, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Every planned task is done: nothing failed, blocked or left pending."""
+        return not (self.failed or self.blocked or self.pending)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{run_id, ran, succeeded, failed, blocked, skipped, ...}`` as ``pipeline run --json`` prints it."""
+        return {
+            "run_id": self.run_id,
+            "ran": list(self.ran),
+            "succeeded": list(self.succeeded),
+            "failed": list(self.failed),
+            "blocked": list(self.blocked),
+            "skipped": list(self.skipped),
+            "pending": list(self.pending),
+            "errors": dict(self.errors),
+            "undeclared_reads": [read.to_json() for read in self.undeclared_reads],
+        }
+
+
+# -- planning -----------------------------------------------------------------------------------------
+
+
+def _names(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _partition_range(value: tuple[str, str] | str | None) -> tuple[str, str] | None:
+    """``("2026-03", "2026-05")``, ``"2026-03..2026-05"`` or ``"2026-03"`` as (first, last)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        first, separator, last = value.partition("..")
+        return (first, last) if separator else (value, value)
+    first, last = value
+    return str(first), str(last)
+
+
+def _in_range(graph: TaskGraph, first: str, last: str) -> set[int]:
+    """The tasks of every partitioned stage whose set holds both ``first`` and ``last``, from one to the other."""
+    chosen: set[int] = set()
+    partitioned = [
+        (number, stage) for number, stage in enumerate(graph.stages) if not isinstance(stage.partitions, Unpartitioned)
+    ]
+    if not partitioned:
+        raise InvalidInput(
+            f"pipeline {graph.pipeline!r} has no partitioned stage, so partition range {first}..{last} "
+            "selects nothing; leave the range out"
+        )
+    for number, stage in partitioned:
+        partitions = stage.partitions
+        if first in partitions and last in partitions:
+            start = graph.starts[number]
+            chosen.update(start + partitions.index(key) for key in partitions.range(first, last))
+    if not chosen:
+        try:
+            partitioned[0][1].partitions.range(first, last)
+        except InvalidInput as error:
+            raise InvalidInput(f"partition range {first}..{last}: {error}") from None
+    return chosen
+
+
+def _done(graph: TaskGraph, records: Mapping[str, TaskRecord], root: str) -> set[int]:
+    """Tasks checkpointed as succeeded whose output is still where it belongs."""
+    done: set[int] = set()
+    for task, name in enumerate(graph.names):
+        record = records.get(name)
+        if record is None or record.state is not TaskState.SUCCEEDED:
+            continue
+        stage = graph.stage_of(name).name
+        if os.path.exists(task_output_path(root, graph.pipeline, stage, graph.partition_keys[task])):
+            done.add(task)
+    return done
+
+
+def _missing_message(graph: TaskGraph, missing: Mapping[int, int]) -> str:
+    names, positions = graph.names, graph.positions
+    ordered = sorted(missing, key=positions.__getitem__)
+    shown = ", ".join(f"{names[task]} (needed by {names[missing[task]]})" for task in ordered[:_SHOWN])
+    more = f" and {len(ordered) - _SHOWN} more" if len(ordered) > _SHOWN else ""
+    return (
+        f"the selection needs {shown}{more}, not materialized and not selected; include them in the "
+        "selection, or let the plan add them (plan_upstream)"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Plan:
+    planned: frozenset[int]
+    to_run: tuple[int, ...]  # topological order
+    skipped: tuple[int, ...]
+
+
+def _plan(graph: TaskGraph, selected: set[int], done: set[int], *, plan_upstream: bool) -> _Plan:
+    planned = set(selected)
+    missing: dict[int, int] = {}
+    stack = list(selected)
+    while stack:
+        task = stack.pop()
+        for before in graph.predecessors[task]:
+            if before in planned or before in done:
+                continue
+            if plan_upstream:
+                planned.add(before)
+                stack.append(before)
+            elif before not in missing or graph.positions[task] < graph.positions[missing[before]]:
+                missing[before] = task  # name the first task in order that needs it, on every run alike
+    if missing:
+        raise InvalidInput(_missing_message(graph, missing))
+    order = [task for task in graph.order_ids if task in planned]
+    return _Plan(
+        planned=frozenset(planned),
+        to_run=tuple(task for task in order if task not in done),
+        skipped=tuple(task for task in order if task in done),
+    )
+
+
+# -- running ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Outcome:
+    task: int
+    ok: bool
+    error: str | None = None
+    reads: tuple[Read, ...] = ()
+
+
+class _Runner:
+    """One run's execution: the coordinator (caller's thread) and the tasks (pool threads)."""
+
+    def __init__(
+        self, *, graph: TaskGraph, state: PipelineState, run_id: int, root: str, strict: bool,
+        inject: frozenset[str], clock: Clock,
+    ) -> None:
+        self.graph, self.state, self.run_id, self.root = graph, state, run_id, root
+        self.strict, self.inject, self.clock = strict, inject, clock
+
+    def run_task(self, task: int) -> _Outcome:
+        """Every attempt at one task, until it succeeds or its retries are spent."""
+        graph = self.graph
+        name = graph.names[task]
+        stage = graph.stage_of(name)
+        path = task_output_path(self.root, graph.pipeline, stage.name, graph.partition_keys[task])
+        attempt = 0
+        while True:
+            attempt += 1
+            attempt_id = self.state.start_attempt(self.run_id, name, attempt)
+            if name in self.inject:
+                self.state.fail(self.run_id, attempt_id, name, DRILL)
+                return _Outcome(task=task, ok=False, error=DRILL)
+            context = TaskContext(graph=graph, task=name, root=self.root, strict=self.strict)
+            try:
+                output: Output = publish(path, stage.fn(context), task=name)
+            except Exception as error:  # noqa: BLE001 - a stage's failure is recorded, not raised
+                message = f"{type(error).__name__}: {error}"
+                self.state.fail(self.run_id, attempt_id, name, message, context.reads)
+                if isinstance(error, ConfigurationError) or attempt > stage.retries:
+                    return _Outcome(task=task, ok=False, error=message, reads=context.reads)
+                self.clock.sleep(stage.retry_wait_s)
+                continue
+            self.state.succeed(self.run_id, attempt_id, name, output, context.reads)
+            return _Outcome(task=task, ok=True, reads=context.reads)
+
+    def execute(self, to_run: Sequence[int], *, concurrency: int, fail_fast: bool) -> dict[str, Any]:
+        """Run ``to_run`` (topological order) as their upstreams succeed; returns the outcomes by kind."""
+        graph = self.graph
+        names, positions, successors = graph.names, graph.positions, graph.successors
+        runnable = set(to_run)
+        waiting = {task: sum(1 for before in graph.predecessors[task] if before in runnable) for task in to_run}
+        ready = [(positions[task], task) for task in to_run if not waiting[task]]
+        heapq.heapify(ready)
+        running: dict[Future[_Outcome], int] = {}
+        succeeded: list[int] = []
+        failed: list[int] = []
+        blocked: dict[int, str] = {}
+        errors: dict[str, str] = {}
+        reads: list[Read] = []
+        stop = False
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"vardiya-{graph.pipeline}") as pool:
+            try:
+                while True:
+                    while ready and len(running) < concurrency and not stop:
+                        _, task = heapq.heappop(ready)
+                        running[pool.submit(self.run_task, task)] = task
+                    if not running:
+                        break
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in sorted(finished, key=lambda done: positions[running[done]]):
+                        del running[future]
+                        outcome = future.result()
+                        reads.extend(read for read in outcome.reads if not read.declared)
+                        if outcome.ok:
+                            succeeded.append(outcome.task)
+                            for after in successors[outcome.task]:
+                                if after in waiting:
+                                    waiting[after] -= 1
+                                    if not waiting[after]:
+                                        heapq.heappush(ready, (positions[after], after))
+                            continue
+                        failed.append(outcome.task)
+                        errors[names[outcome.task]] = outcome.error or ""
+                        reason = f"upstream {names[outcome.task]} failed"
+                        newly = {
+                            graph.task_id(after): reason
+                            for after in descendants(graph, names[outcome.task])
+                            if graph.task_id(after) in runnable and graph.task_id(after) not in blocked
+                        }
+                        blocked.update(newly)
+                        self.state.block(self.run_id, {names[task]: why for task, why in newly.items()})
+                        stop = stop or fail_fast
+            except BaseException:
+                # Let the tasks already running finish and checkpoint; launch nothing more.
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+        pending = [task for task in to_run if task not in blocked and task not in succeeded and task not in failed]
+        return {
+            "succeeded": succeeded, "failed": failed, "blocked": list(blocked), "pending": pending,
+            "errors": errors, "reads": reads,
+        }
+
+
+# -- the ways in --------------------------------------------------------------------------------------
+
+
+def _check_concurrency(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(f"{what} must be a whole number of at least 1, got {value!r}")
+    return value
+
+
+def _start(
+    store: Store,
+    graph: TaskGraph,
+    *,
+    mode: RunMode,
+    root: str | os.PathLike[str],
+    partitions: tuple[str, str] | None,
+    tasks: tuple[str, ...] | None,
+    rerun_task: str | None,
+    concurrency: int,
+    fail_fast: bool,
+    strict: bool,
+    inject_failure: tuple[str, ...],
+    plan_upstream: bool,
+    clock: Clock | None,
+    extra: Mapping[str, Any] | None = None,
+) -> RunResult:
+    """Plan (refusing bad input before anything is written), record the run, execute it, report."""
+    concurrency = _check_concurrency(concurrency, "concurrency")
+    root_text = os.path.abspath(os.fspath(root))  # a resume from another directory finds the same files
+    state = PipelineState(store, graph.pipeline, clock=clock)
+    done = _done(graph, state.tasks(), root_text)
+    invalidate: list[str] = []
+    if rerun_task is not None:
+        selected = {graph.task_id(rerun_task), *(graph.task_id(name) for name in descendants(graph, rerun_task))}
+        if mode is RunMode.RERUN:
+            invalidate = [graph.names[task] for task in graph.order_ids if task in selected]
+            done -= selected
+    else:
+        selected = set(range(len(graph)))
+        if tasks is not None:
+            if not tasks:
+                raise InvalidInput("the task selection is empty; name at least one task, or select none to run all")
+            selected = {graph.task_id(name) for name in tasks}
+        if partitions is not None:
+            selected &= _in_range(graph, *partitions)
+            if not selected:
+                raise InvalidInput(
+                    f"none of the selected tasks is in partition range {partitions[0]}..{partitions[1]}"
+                )
+    plan = _plan(graph, selected, done, plan_upstream=plan_upstream)
+    for name in inject_failure:
+        task = graph.task_id(name)  # an unknown name is an error that suggests close names
+        if task not in plan.to_run:
+            why = "already done" if task in plan.planned else "not in the selection"
+            raise InvalidInput(
+                f"inject_failure names {name}, which this run does not run ({why}); "
+                f"drill a task the run runs, or rerun {name} with the drill"
+            )
+    options = {
+        "mode": mode.value,
+        "root": root_text,
+        "partitions": list(partitions) if partitions is not None else None,
+        "tasks": list(tasks) if tasks is not None else None,
+        "rerun": rerun_task,
+        "concurrency": concurrency,
+        "fail_fast": fail_fast,
+        "strict": strict,
+        "inject_failure": list(inject_failure),
+        "plan_upstream": plan_upstream,
+        **(extra or {}),
+    }
+    run_id = state.open_run(options, invalidate=invalidate)
+    runner = _Runner(
+        graph=graph, state=state, run_id=run_id, root=root_text, strict=strict,
+        inject=frozenset(inject_failure), clock=state.clock,
+    )
+    try:
+        outcome = runner.execute(plan.to_run, concurrency=concurrency, fail_fast=fail_fast)
+    except BaseException:
+        state.close_run(run_id, RunState.INTERRUPTED)
+        raise
+    ok = not (outcome["failed"] or outcome["blocked"] or outcome["pending"])
+    state.close_run(run_id, RunState.SUCCEEDED if ok else RunState.FAILED)
+    names, positions = graph.names, graph.positions
+
+    def ordered(ids: Iterable[int]) -> tuple[str, ...]:
+        return tuple(names[task] for task in sorted(ids, key=positions.__getitem__))
+
+    reads = tuple(sorted(outcome["reads"], key=lambda read: positions[graph.task_id(read.task)]))
+    result = RunResult(
+        run_id=run_id,
+        pipeline=graph.pipeline,
+        ran=ordered([*outcome["succeeded"], *outcome["failed"]]),
+        succeeded=ordered(outcome["succeeded"]),
+        failed=ordered(outcome["failed"]),
+        blocked=ordered(outcome["blocked"]),
+        skipped=ordered(plan.skipped),
+        pending=ordered(outcome["pending"]),
+        errors={name: outcome["errors"][name] for name in ordered(outcome["failed"])},
+        undeclared_reads=reads,
+    )
+    if not strict:
+        for read in reads:
+            # Warned here, in the caller's thread, once the run is recorded: a warnings filter that
+            # turns warnings into errors then cannot leave the run half-written.
+            warnings.warn(read.missing_edge or read.read_task, UndeclaredReadWarning, stacklevel=3)
+    return result
+
+
+def _graph(pipeline: Pipeline | TaskGraph) -> TaskGraph:
+    return pipeline if isinstance(pipeline, TaskGraph) else build_graph(pipeline)
+
+
+def run_pipeline(
+    store: Store,
+    pipeline: Pipeline | TaskGraph,
+    *,
+    root: str | os.PathLike[str],
+    partitions: tuple[str, str] | str | None = None,
+    tasks: str | Iterable[str] | None = None,
+    concurrency: int = 1,
+    fail_fast: bool = False,
+    strict: bool = False,
+    inject_failure: str | Iterable[str] = (),
+    plan_upstream: bool = True,
+    clock: Clock | None = None,
+) -> RunResult:
+    """Run the tasks of a selection that are not done; outputs go under ``root``.
+
+    ``partitions`` is ``(first, last)`` or ``"first..last"``; ``tasks`` names tasks. ``strict`` fails a
+    task that reads what its declared graph does not explain; ``inject_failure`` names tasks that fail
+    as a drill without running their code. Bad input raises ``InvalidInput`` before anything is written.
+    """
+    return _start(
+        store, _graph(pipeline), mode=RunMode.RUN, root=root, partitions=_partition_range(partitions),
+        tasks=_names(tasks), rerun_task=None, concurrency=concurrency, fail_fast=fail_fast, strict=strict,
+        inject_failure=_names(inject_failure) or (), plan_upstream=plan_upstream, clock=clock,
+    )
+
+
+def resume(
+    store: Store,
+    pipeline: Pipeline | TaskGraph,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    concurrency: int | None = None,
+    fail_fast: bool | None = None,
+    strict: bool | None = None,
+    clock: Clock | None = None,
+) -> RunResult:
+    """Run the failed, blocked and never-run tasks of the last run's selection (done ones are skipped).
+
+    The selection, root and settings are the last run's unless given; its drills are not repeated.
+    """
+    graph = _graph(pipeline)
+    last = PipelineState(store, graph.pipeline, clock=clock).last_run()
+    if last is None:
+        raise InvalidInput(f"pipeline {graph.pipeline!r} has no run to resume; start one with a run first")
+    options = last.options
+    partitions = options.get("partitions")
+    tasks = options.get("tasks")
+    return _start(
+        store, graph, mode=RunMode.RESUME,
+        root=root if root is not None else options["root"],
+        partitions=_partition_range(tuple(partitions)) if partitions else None,  # type: ignore[arg-type]
+        tasks=tuple(tasks) if tasks is not None else None,
+        rerun_task=options.get("rerun"),
+        concurrency=concurrency if concurrency is not None else int(options.get("concurrency", 1)),
+        fail_fast=fail_fast if fail_fast is not None else bool(options.get("fail_fast", False)),
+        strict=strict if strict is not None else bool(options.get("strict", False)),
+        inject_failure=(),
+        plan_upstream=bool(options.get("plan_upstream", True)),
+        clock=clock,
+        extra={"resumes": last.id},
+    )
+
+
+def rerun(
+    store: Store,
+    pipeline: Pipeline | TaskGraph,
+    task: str,
+    *,
+    root: str | os.PathLike[str],
+    concurrency: int = 1,
+    fail_fast: bool = False,
+    strict: bool = False,
+    inject_failure: str | Iterable[str] = (),
+    clock: Clock | None = None,
+) -> RunResult:
+    """Invalidate ``task`` and every descendant, then run exactly that set.
+
+    An upstream of the set that is not done is refused (``InvalidInput``), never planned: a rerun runs
+    its set and nothing else.
+    """
+    graph = _graph(pipeline)
+    graph.task_id(task)  # an unknown name is an error that suggests close names
+    return _start(
+        store, graph, mode=RunMode.RERUN, root=root, partitions=None, tasks=None, rerun_task=task,
+        concurrency=concurrency, fail_fast=fail_fast, strict=strict,
+        inject_failure=_names(inject_failure) or (), plan_upstream=False, clock=clock,
+    )
+
+
+def backfill(
+    store: Store,
+    pipeline: Pipeline | TaskGraph,
+    first: str,
+    last: str,
+    *,
+    root: str | os.PathLike[str],
+    max_concurrent: int = 1,
+    fail_fast: bool = False,
+    strict: bool = False,
+    inject_failure: str | Iterable[str] = (),
+    plan_upstream: bool = True,
+    clock: Clock | None = None,
+) -> RunResult:
+    """Run the tasks of partitions ``first..last`` that are not done, at most ``max_concurrent`` at once."""
+    _check_concurrency(max_concurrent, "max_concurrent")
+    return _start(
+        store, _graph(pipeline), mode=RunMode.BACKFILL, root=root, partitions=(first, last), tasks=None,
+        rerun_task=None, concurrency=max_concurrent, fail_fast=fail_fast, strict=strict,
+        inject_failure=_names(inject_failure) or (), plan_upstream=plan_upstream, clock=clock,
+    )

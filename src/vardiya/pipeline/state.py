@@ -1,0 +1,477 @@
+"""Store access for pipelines: runs, task checkpoints, the attempt history, the lineage of reads.
+
+The contract (tested on SQLite and PostgreSQL by ``tests/contract/test_pipeline_state.py``):
+
+- ``open_run`` records a run with the options it was started with. It first closes what a killed
+  process left open: runs still ``running`` become ``interrupted``, tasks still ``running`` become
+  ``failed`` (so the restart runs them), and their open attempts are closed the same way. One runner
+  per pipeline at a time is assumed: a second process running the same pipeline would see the first
+  one's work as interrupted.
+- ``start_attempt`` marks a task ``running`` and opens an attempt in the history; ``succeed`` and
+  ``fail`` close it, in one transaction with the task's new state and the reads the attempt made.
+  ``succeed`` is the checkpoint: path, fingerprint and row count of the output, and when and in which
+  run it was materialized.
+- A task that was never planned has no row; its state is ``pending``.
+- ``status`` lists every task's state and the stale ones: a succeeded task is stale when a task it
+  depends on (declared, or recorded as read) was materialized by a later run than itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from ..clock import Clock
+from ..store.schema import RunState, TaskState, pipeline_reads, pipeline_runs, pipeline_task_runs, pipeline_tasks
+from .graph import TaskGraph, build_graph, task_name
+from .io import Output, Read
+from .stages import Pipeline
+
+if TYPE_CHECKING:
+    from ..store.api import Store
+
+__all__ = [
+    "PipelineState",
+    "PipelineStatus",
+    "RunRecord",
+    "TaskAttempt",
+    "TaskRead",
+    "TaskRecord",
+    "status",
+]
+
+#: Task names per IN-list, well under every backend's bound-parameter limit.
+CHUNK_SIZE = 500
+INTERRUPTED = "interrupted: the run that started it ended without finishing it (its process was killed?)"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TaskRecord:
+    """A task's latest state and the checkpoint of its last success."""
+
+    pipeline: str
+    task: str
+    state: TaskState
+    attempts: int
+    run_id: int | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None
+    output_path: str | None
+    output_fingerprint: str | None
+    rows: int | None
+    materialized_at: datetime | None
+    materialized_run_id: int | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TaskAttempt:
+    """One attempt at a task in one run, from the history."""
+
+    id: int
+    run_id: int
+    pipeline: str
+    task: str
+    attempt: int
+    state: TaskState
+    started_at: datetime
+    finished_at: datetime | None
+    error: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunRecord:
+    """A pipeline run: when, how it ended, and the options it was started with."""
+
+    id: int
+    pipeline: str
+    started_at: datetime
+    finished_at: datetime | None
+    state: RunState
+    options: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TaskRead:
+    """A recorded read: in run ``run_id``, ``task`` read ``stage@partition``."""
+
+    run_id: int
+    task: str
+    stage: str
+    partition: str
+    declared: bool
+
+    @property
+    def read_task(self) -> str:
+        """The task whose output was read."""
+        return task_name(self.stage, self.partition)
+
+
+def _chunks(names: Iterable[str]) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for name in names:
+        chunk.append(name)
+        if len(chunk) >= CHUNK_SIZE:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _task(row: sa.Row[Any]) -> TaskRecord:
+    return TaskRecord(
+        pipeline=row.pipeline,
+        task=row.task,
+        state=TaskState(row.state),
+        attempts=row.attempts,
+        run_id=row.run_id,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        error=row.error,
+        output_path=row.output_path,
+        output_fingerprint=row.output_fingerprint,
+        rows=row.rows,
+        materialized_at=row.materialized_at,
+        materialized_run_id=row.materialized_run_id,
+    )
+
+
+def _attempt(row: sa.Row[Any]) -> TaskAttempt:
+    return TaskAttempt(
+        id=row.id,
+        run_id=row.run_id,
+        pipeline=row.pipeline,
+        task=row.task,
+        attempt=row.attempt,
+        state=TaskState(row.state),
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        error=row.error,
+    )
+
+
+def _run(row: sa.Row[Any]) -> RunRecord:
+    return RunRecord(
+        id=row.id,
+        pipeline=row.pipeline,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        state=RunState(row.state),
+        options=dict(row.options),
+    )
+
+
+class PipelineState:
+    """The pipeline tables of one store, for one pipeline, timed by ``clock`` (the store's by default)."""
+
+    def __init__(self, store: Store, pipeline: str, *, clock: Clock | None = None) -> None:
+        self._store = store
+        self.pipeline = pipeline
+        self.clock = clock or store.clock
+
+    def __repr__(self) -> str:
+        return f"PipelineState({self.pipeline!r}, {self._store!r})"
+
+    # -- reading ------------------------------------------------------------------------------------
+
+    def tasks(self) -> dict[str, TaskRecord]:
+        """Every task of the pipeline that has a row, by name."""
+        t = pipeline_tasks.c
+        with self._store.reading() as connection:
+            rows = connection.execute(sa.select(pipeline_tasks).where(t.pipeline == self.pipeline))
+            return {row.task: _task(row) for row in rows}
+
+    def task(self, name: str) -> TaskRecord | None:
+        """One task's row, or None when it was never planned."""
+        t = pipeline_tasks.c
+        with self._store.reading() as connection:
+            row = connection.execute(
+                sa.select(pipeline_tasks).where(t.pipeline == self.pipeline, t.task == name)
+            ).first()
+        return _task(row) if row is not None else None
+
+    def runs(self) -> list[RunRecord]:
+        """Every run of the pipeline, oldest first."""
+        r = pipeline_runs.c
+        with self._store.reading() as connection:
+            rows = connection.execute(sa.select(pipeline_runs).where(r.pipeline == self.pipeline).order_by(r.id))
+            return [_run(row) for row in rows]
+
+    def last_run(self) -> RunRecord | None:
+        """The newest run, or None before the first."""
+        r = pipeline_runs.c
+        with self._store.reading() as connection:
+            row = connection.execute(
+                sa.select(pipeline_runs).where(r.pipeline == self.pipeline).order_by(r.id.desc()).limit(1)
+            ).first()
+        return _run(row) if row is not None else None
+
+    def history(self, *, run_id: int | None = None, task: str | None = None) -> list[TaskAttempt]:
+        """Attempts, in the order they started (by id), of one run and/or one task, or all of them."""
+        h = pipeline_task_runs.c
+        query = sa.select(pipeline_task_runs).where(h.pipeline == self.pipeline).order_by(h.id)
+        if run_id is not None:
+            query = query.where(h.run_id == run_id)
+        if task is not None:
+            query = query.where(h.task == task)
+        with self._store.reading() as connection:
+            return [_attempt(row) for row in connection.execute(query)]
+
+    def reads(self, *, run_id: int | None = None, task: str | None = None) -> list[TaskRead]:
+        """Recorded reads of one run and/or one task, or of every run of the pipeline."""
+        d, r = pipeline_reads.c, pipeline_runs.c
+        query = (
+            sa.select(pipeline_reads)
+            .join(pipeline_runs, r.id == d.run_id)
+            .where(r.pipeline == self.pipeline)
+            .order_by(d.run_id, d.task, d.read_stage, d.read_partition)
+        )
+        if run_id is not None:
+            query = query.where(d.run_id == run_id)
+        if task is not None:
+            query = query.where(d.task == task)
+        with self._store.reading() as connection:
+            return [
+                TaskRead(
+                    run_id=row.run_id, task=row.task, stage=row.read_stage, partition=row.read_partition,
+                    declared=row.declared,
+                )
+                for row in connection.execute(query)
+            ]
+
+    def materialized_reads(self) -> dict[str, list[str]]:
+        """For each task, what the run that materialized its current output recorded it reading."""
+        d, t = pipeline_reads.c, pipeline_tasks.c
+        query = (
+            sa.select(d.task, d.read_stage, d.read_partition)
+            .join(pipeline_tasks, sa.and_(t.materialized_run_id == d.run_id, t.task == d.task))
+            .where(t.pipeline == self.pipeline)
+        )
+        found: dict[str, list[str]] = {}
+        with self._store.reading() as connection:
+            for row in connection.execute(query):
+                found.setdefault(row.task, []).append(task_name(row.read_stage, row.read_partition))
+        return found
+
+    # -- writing ------------------------------------------------------------------------------------
+
+    def open_run(self, options: Mapping[str, Any], *, invalidate: Sequence[str] = ()) -> int:
+        """Record a new run and return its id, after closing what an earlier, killed run left open.
+
+        ``invalidate`` (a rerun set) is made ``pending`` in the same transaction, so a rerun that is
+        killed right after starting still leaves those tasks to run.
+        """
+        now = self.clock.now()
+        r, t, h = pipeline_runs.c, pipeline_tasks.c, pipeline_task_runs.c
+        with self._store.transaction() as connection:
+            connection.execute(
+                sa.update(pipeline_runs)
+                .where(r.pipeline == self.pipeline, r.state == RunState.RUNNING)
+                .values(state=RunState.INTERRUPTED, finished_at=now)
+            )
+            connection.execute(
+                sa.update(pipeline_tasks)
+                .where(t.pipeline == self.pipeline, t.state == TaskState.RUNNING)
+                .values(state=TaskState.FAILED, finished_at=now, error=INTERRUPTED)
+            )
+            connection.execute(
+                sa.update(pipeline_task_runs)
+                .where(h.pipeline == self.pipeline, h.state == TaskState.RUNNING)
+                .values(state=TaskState.FAILED, finished_at=now, error=INTERRUPTED)
+            )
+            run_id: int = connection.execute(
+                sa.insert(pipeline_runs)
+                .values(pipeline=self.pipeline, started_at=now, state=RunState.RUNNING, options=dict(options))
+                .returning(r.id)
+            ).scalar_one()
+            for chunk in _chunks(invalidate):
+                connection.execute(
+                    sa.update(pipeline_tasks)
+                    .where(t.pipeline == self.pipeline, t.task.in_(chunk))
+                    .values(state=TaskState.PENDING, error=None)
+                )
+        return run_id
+
+    def close_run(self, run_id: int, state: RunState) -> None:
+        """Record how a run ended."""
+        r = pipeline_runs.c
+        with self._store.transaction() as connection:
+            connection.execute(
+                sa.update(pipeline_runs).where(r.id == run_id).values(state=state, finished_at=self.clock.now())
+            )
+
+    def start_attempt(self, run_id: int, task: str, attempt: int) -> int:
+        """Mark ``task`` running in ``run_id`` and open attempt number ``attempt``; returns the attempt's id."""
+        now = self.clock.now()
+        insert = self._store.dialect_insert(pipeline_tasks)
+        upsert = insert.values(
+            pipeline=self.pipeline, task=task, state=TaskState.RUNNING, attempts=1, run_id=run_id,
+            started_at=now, finished_at=None, error=None,
+        ).on_conflict_do_update(
+            index_elements=["pipeline", "task"],
+            set_={
+                "state": TaskState.RUNNING,
+                "attempts": pipeline_tasks.c.attempts + 1,
+                "run_id": run_id,
+                "started_at": now,
+                "finished_at": None,
+                "error": None,
+            },
+        )
+        with self._store.transaction() as connection:
+            connection.execute(upsert)
+            attempt_id: int = connection.execute(
+                sa.insert(pipeline_task_runs)
+                .values(
+                    run_id=run_id, pipeline=self.pipeline, task=task, attempt=attempt,
+                    state=TaskState.RUNNING, started_at=now,
+                )
+                .returning(pipeline_task_runs.c.id)
+            ).scalar_one()
+        return attempt_id
+
+    def succeed(self, run_id: int, attempt_id: int, task: str, output: Output, reads: Sequence[Read] = ()) -> None:
+        """The checkpoint: close the attempt and record the task's output, durably, with its reads."""
+        now = self.clock.now()
+        self._finish(
+            run_id, attempt_id, task, reads, now, TaskState.SUCCEEDED, None,
+            {
+                "output_path": output.path,
+                "output_fingerprint": output.fingerprint,
+                "rows": output.rows,
+                "materialized_at": now,
+                "materialized_run_id": run_id,
+            },
+        )
+
+    def fail(self, run_id: int, attempt_id: int, task: str, error: str, reads: Sequence[Read] = ()) -> None:
+        """Close the attempt as failed; the task's last good output (if any) stays checkpointed."""
+        self._finish(run_id, attempt_id, task, reads, self.clock.now(), TaskState.FAILED, error, {})
+
+    def _finish(
+        self,
+        run_id: int,
+        attempt_id: int,
+        task: str,
+        reads: Sequence[Read],
+        now: datetime,
+        state: TaskState,
+        error: str | None,
+        checkpoint: Mapping[str, Any],
+    ) -> None:
+        t, h = pipeline_tasks.c, pipeline_task_runs.c
+        with self._store.transaction() as connection:
+            connection.execute(
+                sa.update(pipeline_task_runs)
+                .where(h.id == attempt_id)
+                .values(state=state, finished_at=now, error=error)
+            )
+            connection.execute(
+                sa.update(pipeline_tasks)
+                .where(t.pipeline == self.pipeline, t.task == task)
+                .values(state=state, finished_at=now, error=error, **checkpoint)
+            )
+            self._record_reads(connection, run_id, task, reads)
+
+    def _record_reads(self, connection: sa.Connection, run_id: int, task: str, reads: Sequence[Read]) -> None:
+        if not reads:
+            return
+        rows = [
+            {
+                "run_id": run_id,
+                "task": task,
+                "read_stage": read.stage,
+                "read_partition": read.partition,
+                "declared": read.declared,
+            }
+            for read in reads
+        ]
+        insert = self._store.dialect_insert(pipeline_reads).on_conflict_do_nothing(
+            index_elements=["run_id", "task", "read_stage", "read_partition"]
+        )
+        connection.execute(insert, rows)
+
+    def block(self, run_id: int, blocked: Mapping[str, str]) -> None:
+        """Mark tasks ``blocked`` in ``run_id``, each with the reason (which upstream failed)."""
+        if not blocked:
+            return
+        now = self.clock.now()
+        insert = self._store.dialect_insert(pipeline_tasks)
+        upsert = insert.on_conflict_do_update(
+            index_elements=["pipeline", "task"],
+            set_={
+                "state": insert.excluded.state,
+                "run_id": insert.excluded.run_id,
+                "finished_at": insert.excluded.finished_at,
+                "error": insert.excluded.error,
+            },
+        )
+        rows = [
+            {
+                "pipeline": self.pipeline, "task": task, "state": TaskState.BLOCKED, "attempts": 0,
+                "run_id": run_id, "started_at": None, "finished_at": now, "error": reason,
+            }
+            for task, reason in blocked.items()
+        ]
+        with self._store.transaction() as connection:
+            connection.execute(upsert, rows)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineStatus:
+    """Every task's state (in topological order) and the stale tasks (succeeded before an upstream's rerun)."""
+
+    pipeline: str
+    tasks: dict[str, TaskState]
+    stale: tuple[str, ...]
+
+    @property
+    def counts(self) -> dict[TaskState, int]:
+        """How many tasks are in each state."""
+        counts = dict.fromkeys(TaskState, 0)
+        for state in self.tasks.values():
+            counts[state] += 1
+        return counts
+
+    @property
+    def green(self) -> bool:
+        """Every task succeeded and none is stale."""
+        return not self.stale and all(state is TaskState.SUCCEEDED for state in self.tasks.values())
+
+    def to_json(self) -> dict[str, Any]:
+        """``{tasks: {T: state}, stale}`` as ``vardiya pipeline status --json`` prints it."""
+        return {"tasks": {task: state.value for task, state in self.tasks.items()}, "stale": list(self.stale)}
+
+
+def status(store: Store, pipeline: Pipeline | TaskGraph) -> PipelineStatus:
+    """The state of every task of ``pipeline`` and which succeeded tasks are stale.
+
+    Stale: a task ``D`` whose current output was materialized by an earlier run than the current output
+    of a task it depends on, through a declared edge or through a read recorded when ``D`` ran (the
+    latter catches what a missing edge would hide).
+    """
+    graph = pipeline if isinstance(pipeline, TaskGraph) else build_graph(pipeline)
+    state = PipelineState(store, graph.pipeline)
+    records = state.tasks()
+    recorded_reads = state.materialized_reads()
+    names = graph.names
+    tasks: dict[str, TaskState] = {}
+    stale: list[str] = []
+    for task in graph.order_ids:
+        name = names[task]
+        record = records.get(name)
+        tasks[name] = record.state if record is not None else TaskState.PENDING
+        if record is None or record.state is not TaskState.SUCCEEDED or record.materialized_run_id is None:
+            continue
+        upstream = {names[before] for before in graph.predecessors[task]}
+        upstream.update(recorded_reads.get(name, ()))
+        for before in upstream:
+            other = records.get(before)
+            if other is not None and (other.materialized_run_id or 0) > record.materialized_run_id:
+                stale.append(name)
+                break
+    return PipelineStatus(pipeline=graph.pipeline, tasks=tasks, stale=tuple(stale))
