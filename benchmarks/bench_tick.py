@@ -3,16 +3,17 @@
 vardiya: ``run_tick`` of a ``SlotJob`` whose scheme has one slot (``SlotScheme(slots=1)``, so the tick's
 own slot is every record of ``users``), with a no-op per-record handler, ``current_limit=None``,
 ``backfill_limit=0`` and a one-day deadline: it streams the ids from ``SqlTableSource(url, "users")`` in
-chunks of 5,000, calls the handler once per record and marks every outcome in the ledger in chunks of
-``flush_every`` (500). Timed from the call to the return of ``run_tick``; every record is then checked to
-be done in the ledger (not timed). Variants:
+chunks of 5,000 (no stored slot column for B=1, so the slot predicate is computed, ``((id % 1) + 1) % 1
+= 0``, on a keyset page of the primary key), calls the handler once per record and marks every outcome
+in the ledger in chunks of ``flush_every`` (500). Timed from the call to the return of ``run_tick``;
+every record is then checked to be done in the ledger (not timed). Variants:
 
-- same-db: the store lives in the table's database and its ledger is empty (the first tick of the
-  period), so the source runs the plain slot select (vardiya adds the anti-join only when something of
-  the slot is already settled).
-- same-db anti-join: the same, with one settled ledger row of the slot (record 0, which the table does
-  not have) marked before the clock starts, so every chunk's query carries the ledger anti-join
-  (``NOT EXISTS`` a settled ledger row) -- the path of every later tick of a period.
+- anti-join (default): the store lives in the table's database, and one settled ledger row of the slot
+  (record 0, which the table does not have) is marked before the clock starts, so every chunk's query
+  carries the ledger anti-join (``NOT EXISTS`` a settled ledger row): the path of every tick of a period
+  after its first.
+- same-db: the same database with nothing of the period settled (the period's first tick): vardiya then
+  leaves the anti-join out and runs the plain slot select.
 - other-db (SQLite only): the store in a separate file, the table read from the cached file; with an
   empty ledger the chunks go straight to the handler.
 
@@ -35,14 +36,22 @@ with the table.
 
 Tables: SQLite reuses ``bench_slot_select.sqlite_table`` (``users (id INTEGER PRIMARY KEY, name)``, ids
 1..N, an empty vardiya store in the same file, cached in ``benchmarks/.work/``; its 24-slot index plays no
-part here). Each same-db run gets a fresh copy of the cached file (not timed). PostgreSQL: ``COPY`` into
-a scratch database created and dropped by the script (``bench_slot_select._copy_users``), ledger and
-``raw_ledger`` truncated before every run.
+part here). Each same-database run gets a fresh copy of the cached file, each raw run a fresh file (not
+timed). PostgreSQL: ``COPY`` into a scratch database created and dropped by the script
+(``bench_slot_select._copy_users``). Before every run the ledger (or ``raw_ledger``) is emptied and given
+N done rows of the previous period by ``COPY``, then ``ANALYZE``d: the steady state of a daily job, and
+statistics that know the ledger is big. With ``--pg-no-history`` it starts empty and never analyzed
+instead; the anti-join plan then collapses (see benchmarks/README.md).
+
+Defaults keep both backends under ~10 minutes: 1,000,000 rows with 3 runs per side (anti-join and
+other-db), 10,000,000 rows with a single run (anti-join), and PostgreSQL at 1,000,000 rows only
+(``--pg-big`` adds 10,000,000, about 10 more minutes).
 
 Run: ``.venv/bin/python benchmarks/bench_tick.py [--backend sqlite|postgresql|both]
-[--rows 1000000 [10000000]] [--runs 3] [--big-runs 1] [--variants same-db,anti-join,other-db]
-[--pg-url URL] [--rebuild] [--profile]``. ``--big-runs`` is the number of runs for tables above
-1,000,000 rows; ``--profile`` adds one cProfiled same-db tick per table (top 15 by tottime).
+[--rows 1000000 10000000] [--runs 3] [--big-runs 1] [--variants anti-join,other-db]
+[--big-variants anti-join] [--pg-big] [--pg-no-history] [--pg-url URL] [--rebuild] [--profile]``.
+``--big-runs`` and ``--big-variants`` apply to tables above 1,000,000 rows; ``--profile`` adds one
+cProfiled SQLite tick per table of at most 1,000,000 rows (top 15 by tottime, on stderr).
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -70,9 +80,12 @@ from _common import DEFAULT_PG_URL, TARGET_RATIO, Comparison, load_average, scra
 
 JOB = "bench-tick"
 PERIOD = "2026-12-01"
+HISTORY_PERIOD = "2026-11-30"  # PostgreSQL: the day before, in the ledger (and raw_ledger) before each run
 PLANNED_AT = datetime(2026, 12, 1, 0, 0, tzinfo=timezone.utc)  # slot 0 of the day 2026-12-01
+LOAD_CHUNK = 200_000  # PostgreSQL COPY buffer, in rows
 FLUSH = 500  # vardiya's flush_every default, and the raw loop's chunk
 BIG = 1_000_000  # above this many rows, --big-runs applies
+COUNT_RAW = f"SELECT count(*) FROM raw_ledger WHERE period = '{PERIOD}' AND status = 'done'"
 SQLITE_TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"  # as in bench_ledger: how vardiya's times end up in SQLite
 
 SAME = "same-db"
@@ -89,20 +102,31 @@ LABELS = {
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
-    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000], help="table sizes (default 1000000)")
+    parser.add_argument(
+        "--rows", type=int, nargs="+", default=[1_000_000, 10_000_000], help="table sizes (default 1000000 10000000)"
+    )
     parser.add_argument("--runs", type=int, default=3, help="timed runs per side (default 3)")
     parser.add_argument(
         "--big-runs", type=int, default=1, help=f"timed runs per side for tables above {BIG:,} rows (default 1)"
     )
     parser.add_argument(
         "--variants",
-        default=",".join(VARIANTS),
-        help=f"comma-separated, of {', '.join(VARIANTS)} (default all; {OTHER} is SQLite only)",
+        default=f"{ANTI},{OTHER}",
+        help=f"comma-separated, of {', '.join(VARIANTS)} (default {ANTI},{OTHER}; {OTHER} is SQLite only)",
     )
     parser.add_argument(
-        "--big-variants",
-        default=SAME,
-        help=f"variants for tables above {BIG:,} rows (default {SAME})",
+        "--big-variants", default=ANTI, help=f"variants for tables above {BIG:,} rows (default {ANTI})"
+    )
+    parser.add_argument(
+        "--pg-big",
+        action="store_true",
+        help=f"also run PostgreSQL on tables above {BIG:,} rows (skipped by default: ~10 min for 10M)",
+    )
+    parser.add_argument(
+        "--pg-no-history",
+        action="store_true",
+        help="PostgreSQL: start every run from an empty, never-analyzed ledger instead of one holding the "
+        "previous period (the anti-join then collapses; use a small --rows)",
     )
     parser.add_argument(
         "--pg-url",
@@ -110,7 +134,9 @@ def parse_args() -> argparse.Namespace:
         help=f"PostgreSQL server for the scratch database (default $VARDIYA_BENCH_POSTGRES, {DEFAULT_PG_URL})",
     )
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached SQLite tables")
-    parser.add_argument("--profile", action="store_true", help="also cProfile one same-db tick per table")
+    parser.add_argument(
+        "--profile", action="store_true", help=f"also cProfile one SQLite {ANTI} tick per table of at most {BIG:,} rows"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
@@ -210,7 +236,7 @@ def child_raw(task: dict[str, Any]) -> dict[str, Any]:
             connection.execute("COMMIT")
         elapsed = time.perf_counter() - start
         measured = memory.result()
-        written = connection.execute("SELECT count(*) FROM raw_ledger WHERE status = 'done'").fetchone()[0]
+        written = connection.execute(COUNT_RAW).fetchone()[0]
         connection.close()
     else:
         import psycopg
@@ -225,7 +251,7 @@ def child_raw(task: dict[str, Any]) -> dict[str, Any]:
                     cursor.executemany(statement, tuples)
             elapsed = time.perf_counter() - start
             measured = memory.result()
-            written = connection.execute("SELECT count(*) FROM raw_ledger WHERE status = 'done'").fetchone()[0]
+            written = connection.execute(COUNT_RAW).fetchone()[0]
     if written != rows:
         raise SystemExit(f"raw loop wrote {written} rows, expected {rows}")
     return {"seconds": elapsed, **measured}
@@ -288,7 +314,8 @@ def child_tick(task: dict[str, Any]) -> dict[str, Any]:
 
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(15)
-        print(f"cProfile of one tick, {rows:,} records (profiled: {elapsed:.1f} s), top 15 by tottime:", file=sys.stderr)
+        title = f"cProfile of one tick, {rows:,} records (profiled: {elapsed:.1f} s), top 15 by tottime:"
+        print(title, file=sys.stderr)
         print(text.getvalue(), file=sys.stderr, flush=True)
     return {"seconds": elapsed, **measured}
 
@@ -360,7 +387,9 @@ def report(backend: str, rows: int, results: dict[str, Side]) -> None:
     for name, side in results.items():
         if name == "raw":
             continue
-        comparison = Comparison(backend=backend, what=LABELS[name], unit="records/s", raw=raw.rates, vardiya=side.rates)
+        comparison = Comparison(
+            backend=backend, what=LABELS[name], unit="records/s", raw=raw.rates, vardiya=side.rates
+        )
         met = "met" if comparison.ratio >= TARGET_RATIO else "NOT met"
         print(f"  {LABELS[name]:<36}: {comparison.vardiya_median:>10,.0f} records/s  ({_rates(side.rates)})")
         print(f"    ratio vardiya/raw: {comparison.ratio:.3f}   target: >= {TARGET_RATIO} ... {met}")
@@ -369,8 +398,8 @@ def report(backend: str, rows: int, results: dict[str, Side]) -> None:
         peaks = ", ".join(f"{peak:.1f}" for peak in side.peaks)
         during = "during the tick" if side.reset else "of the process (VmHWM could not be reset)"
         print(
-            f"  peak RSS {name:<10}: {side.peak:7.1f} MB {during} (RSS at its start {before:.1f} MB; runs: {peaks}); "
-            f"ru_maxrss {max(side.maxrss):.1f} MB"
+            f"  peak RSS {name:<10}: {side.peak:7.1f} MB {during} (RSS at its start {before:.1f} MB; "
+            f"runs: {peaks}); ru_maxrss {max(side.maxrss):.1f} MB"
         )
     print(f"  ({load_average()})", flush=True)
 
@@ -430,40 +459,76 @@ def bench_sqlite(rows: int, runs: int, variants: tuple[str, ...], args: argparse
         sides = {"raw": raw, **{name: choices[name] for name in variants}}
         results = measure("sqlite", rows, runs, sides)
         report("sqlite", rows, results)
-        if args.profile:
-            print(f"[sqlite] profiling one same-db tick of {rows:,} records ...", flush=True)
-            same_db(False, profile=True)()
+        if args.profile and rows <= BIG:
+            seed = ANTI in variants or SAME not in variants
+            print(f"[sqlite] profiling one {ANTI if seed else SAME} tick of {rows:,} records ...", flush=True)
+            same_db(seed, profile=True)()
     return results
+
+
+def _copy_history(conninfo: str, table: str, rows: int) -> None:
+    """Empty ``table``, COPY ledger rows of the previous period for ids 1..N into it, and ANALYZE it.
+
+    This is the steady state of a daily job (yesterday's period is in the ledger) and gives the planner
+    statistics that know the ledger is big. This server runs with autovacuum off, so nothing else would.
+    """
+    import psycopg
+
+    at = "2026-11-30 00:00:00+00"
+    with psycopg.connect(conninfo, autocommit=True) as connection:
+        connection.execute(f"TRUNCATE {table}")
+        with connection.cursor() as cursor, cursor.copy(f"COPY {table} FROM STDIN") as copy:
+            for first in range(1, rows + 1, LOAD_CHUNK):
+                last = min(first + LOAD_CHUNK, rows + 1)
+                copy.write(
+                    "".join(
+                        f"{JOB}\t{HISTORY_PERIOD}\t{i}\t0\tdone\t1\t{at}\t{at}\t0.001\t0\t0\t\\N\n"
+                        for i in range(first, last)
+                    )
+                )
+        connection.execute(f"ANALYZE {table}")
 
 
 def bench_postgres(rows: int, runs: int, variants: tuple[str, ...], args: argparse.Namespace) -> dict[str, Side]:
     import psycopg
-    from bench_ledger import create_raw_table
+    from bench_ledger import COLUMNS, create_raw_table
     from bench_slot_select import _copy_users
 
     from vardiya.store import open_store
+    from vardiya.store.schema import ledger
 
+    if [column.name for column in ledger.c] != list(COLUMNS):
+        raise SystemExit(f"the ledger's columns changed: {[c.name for c in ledger.c]}; update _copy_history")
     variants = tuple(v for v in variants if v != OTHER)
     with scratch_postgres(args.pg_url) as scratch:
         started = time.perf_counter()
         _copy_users(scratch.raw_target, rows)
         with psycopg.connect(scratch.raw_target, autocommit=True) as admin:
             admin.execute("VACUUM (ANALYZE) users")
-        print(f"[postgresql] COPY of {rows:,} rows (+ primary key, VACUUM ANALYZE) in {time.perf_counter() - started:.1f} s")
+        took = time.perf_counter() - started
+        print(f"[postgresql] COPY of {rows:,} rows (+ primary key, VACUUM ANALYZE) in {took:.1f} s", flush=True)
         open_store(scratch.store_url, migrate=True).close()
         create_raw_table(scratch.store_url)
+        if args.pg_no_history:
+            print("[postgresql] every run starts from an empty, never-analyzed ledger (--pg-no-history)")
+        else:
+            print(f"[postgresql] before every run: {rows:,} ledger rows of {HISTORY_PERIOD} COPYed and ANALYZEd")
 
-        def truncate(table: str) -> None:
-            with psycopg.connect(scratch.raw_target, autocommit=True) as admin:
-                admin.execute(f"TRUNCATE {table}")
+        def prepare(table: str) -> None:
+            if args.pg_no_history:
+                with psycopg.connect(scratch.raw_target, autocommit=True) as admin:
+                    admin.execute(f"TRUNCATE {table}")
+            else:
+                _copy_history(scratch.raw_target, table, rows)
 
         def raw() -> dict[str, Any]:
-            truncate("raw_ledger")
-            return run_child({"side": "raw", "backend": "postgresql", "rows": rows, "raw_target": scratch.raw_target})
+            prepare("raw_ledger")
+            task = {"side": "raw", "backend": "postgresql", "rows": rows, "raw_target": scratch.raw_target}
+            return run_child(task)
 
         def same_db(seed: bool) -> Callable[[], dict[str, Any]]:
             def go() -> dict[str, Any]:
-                truncate("ledger")
+                prepare("ledger")
                 task = {"side": "vardiya", "rows": rows, "store_url": scratch.store_url}
                 return run_child({**task, "source_url": scratch.store_url, "seed": seed, "profile": False})
 
@@ -476,8 +541,13 @@ def bench_postgres(rows: int, runs: int, variants: tuple[str, ...], args: argpar
     return results
 
 
+def _exit_on_sigterm(signum: int, _frame: Any) -> None:
+    raise SystemExit(f"stopped by signal {signum}")  # so the child is killed and scratch databases dropped
+
+
 def main() -> None:
     args = parse_args()
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     if args.child is not None:
         task = json.loads(args.child)
         result = child_raw(task) if task["side"] == "raw" else child_tick(task)
@@ -503,6 +573,9 @@ def main() -> None:
         by_rows: dict[int, dict[str, Side]] = {}
         for rows in args.rows:
             big = rows > BIG
+            if backend == "postgresql" and big and not args.pg_big:
+                print(f"[postgresql] {rows:,} rows skipped (it would take ~10 minutes; --pg-big runs it)\n")
+                continue
             runs = args.big_runs if big else args.runs
             variants = args.big_variants if big else args.variants
             by_rows[rows] = bench(rows, runs, variants, args)

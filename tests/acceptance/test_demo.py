@@ -23,6 +23,17 @@ def test_demo_runs_and_reports_its_figures(tmp_path: Path) -> None:
     assert primitives["duplicate_detected"] is True
     assert (tmp_path / "vardiya-demo" / "vardiya.db").exists()
 
+    slots = document["sections"]["slots"]
+    assert slots["processed"] == 28_742 and slots["still_failed"] == 0 and slots["files"] == 28_742
+    assert slots["recovered_slots"][0] == 3 and slots["recovered"] == 1_198
+    assert slots["balance"]["max"] - slots["balance"]["min"] <= 1
+
+    pipelines = document["sections"]["pipelines"]
+    assert (pipelines["tasks"], pipelines["edges"], pipelines["blast_radius"]) == (48, 47, 4)
+    assert pipelines["failed"] == ["clean@2026-06"] and len(pipelines["blocked"]) == 4
+    assert sorted(pipelines["resumed"]) == sorted(pipelines["failed"] + pipelines["blocked"])
+    assert pipelines["green"] is True and pipelines["undeclared_failures"] > 0
+
 
 def test_demo_for_people_prints_tables_and_can_run_twice(tmp_path: Path) -> None:
     first = run_cli("demo", cwd=tmp_path)

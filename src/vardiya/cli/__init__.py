@@ -16,6 +16,7 @@ from .context import global_options
 from .db import db
 from .demo import demo
 from .pipeline import pipeline
+from .pipeline_run import run_command  # noqa: F401 - registers run/status/resume/rerun/backfill
 from .slots import slots
 from .ticks import replay_command, tick
 

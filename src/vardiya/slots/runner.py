@@ -34,6 +34,9 @@ from .scheme import Period, SlotScheme
 
 __all__ = ["ReplayReport", "TickReport", "planned_ticks", "replay", "run_tick"]
 
+#: A tick that marked at least this many records refreshes the ledger's planner statistics.
+ANALYZE_AFTER = 10_000
+
 
 @dataclass(kw_only=True)
 class TickReport:
@@ -265,6 +268,8 @@ def run_tick(
     finally:
         tick.flush()
         report.finished_at = clock.now()
+    if report.processed + report.failed >= ANALYZE_AFTER:
+        store.ledger.refresh_statistics()
     return report
 
 

@@ -165,7 +165,14 @@ def postgres_engine(target: StoreURL, *, application_name: str, pool_size: int) 
         ) from None
     return sa.create_engine(
         target.url,
-        connect_args={"connect_timeout": 5, "application_name": application_name},
+        connect_args={
+            "connect_timeout": 5,
+            "application_name": application_name,
+            # psycopg prepares a statement after 5 runs, and PostgreSQL may then switch to a generic
+            # plan; for the ledger anti-join that plan rescans the period's rows for every candidate
+            # (a tick slowed from 30k to 2k records/s when the ledger's statistics were stale).
+            "options": "-c plan_cache_mode=force_custom_plan",
+        },
         json_serializer=dumps_json,
         pool_size=pool_size,
         max_overflow=pool_size,

@@ -1,0 +1,199 @@
+"""``vardiya pipeline run|status|resume|rerun|backfill``: running a pipeline against the store.
+
+Exit codes: 0 when every planned task is done, 1 when a task failed (or was blocked or left pending),
+2 for bad input (nothing written). Outputs go under ``--root`` (default ``./out``); resume uses the
+root of the run it resumes.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..pipeline import RunResult, TaskState, backfill, build_graph, rerun, resume, run_pipeline, status
+from ..pipeline.grid import grid_svg, write_grid
+from ..pipeline.io import UndeclaredReadWarning
+from ..slots.chart import check_chart_path
+from .context import Settings, emit_json, global_options, pass_settings
+from .pipeline import _json_option, _load_pipeline, _pipe_argument, pipeline
+
+__all__ = ["backfill_command", "rerun_command", "resume_command", "run_command", "status_command"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _root_option(command: F) -> F:
+    return click.option(
+        "--root",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("out"),
+        show_default=True,
+        help="Where task outputs are published: ROOT/PIPELINE/STAGE/PARTITION.json.",
+    )(command)
+
+
+def _strict_option(command: F) -> F:
+    return click.option(
+        "--strict", is_flag=True, help="Fail a task that reads an upstream partition the graph does not declare."
+    )(command)
+
+
+def _report(settings: Settings, result: RunResult, as_json: bool) -> int:
+    """Print a run's result; exit 1 unless every planned task is done."""
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        _print_result(settings.console, result)
+    return 0 if result.ok else 1
+
+
+def _print_result(console: Console, result: RunResult) -> None:
+    table = Table(title=f"pipeline {result.pipeline}, run {result.run_id}")
+    table.add_column("outcome")
+    table.add_column("tasks", justify="right")
+    table.add_column("which", overflow="fold")
+    for label, names in (
+        ("succeeded", result.succeeded), ("failed", result.failed), ("blocked", result.blocked),
+        ("skipped (done)", result.skipped), ("pending", result.pending),
+    ):
+        shown = ", ".join(names[:8]) + (f" … and {len(names) - 8} more" if len(names) > 8 else "")
+        table.add_row(label, str(len(names)), shown)
+    console.print(table)
+    for task, error in result.errors.items():
+        console.print(f"[red]{escape(task)}[/]: {escape(error)}")
+    for read in result.undeclared_reads:
+        console.print(f"[yellow]undeclared read[/]: {escape(read.to_json()['message'])}")
+
+
+def _run_quietly(call: Callable[[], RunResult]) -> RunResult:
+    """Run, turning undeclared-read warnings into the result's own list (printed by ``_report``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndeclaredReadWarning)
+        return call()
+
+
+@pipeline.command("run")
+@global_options
+@_pipe_argument
+@click.option("--partitions", metavar="A..B", default=None, help="Only the tasks of these partitions (and, if needed, their upstreams).")
+@click.option("--task", "tasks", multiple=True, metavar="T", help="Only this task (repeatable).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--fail-fast", is_flag=True, help="Stop launching tasks at the first failure.")
+@_strict_option
+@click.option("--inject-failure", "inject", multiple=True, metavar="T", help="Make task T fail as a drill (repeatable).")
+@click.option("--refuse-upstream", is_flag=True, help="Refuse instead of planning upstream tasks that are not done.")
+@_root_option
+@_json_option
+@pass_settings
+def run_command(
+    settings: Settings, spec: str, partitions: str | None, tasks: tuple[str, ...], concurrency: int,
+    fail_fast: bool, strict: bool, inject: tuple[str, ...], refuse_upstream: bool, root: Path, as_json: bool,
+) -> int:
+    """Run the tasks of PIPE that are not done, in topological order."""
+    definition = _load_pipeline(spec)
+    with settings.open_store() as store:
+        result = _run_quietly(lambda: run_pipeline(
+            store, definition, root=root, partitions=partitions, tasks=tasks or None, concurrency=concurrency,
+            fail_fast=fail_fast, strict=strict, inject_failure=inject, plan_upstream=not refuse_upstream,
+        ))
+    return _report(settings, result, as_json)
+
+
+@pipeline.command("resume")
+@global_options
+@_pipe_argument
+@_json_option
+@pass_settings
+def resume_command(settings: Settings, spec: str, as_json: bool) -> int:
+    """Run the failed, blocked and never-run tasks of PIPE's last run (with its selection and root)."""
+    definition = _load_pipeline(spec)
+    with settings.open_store() as store:
+        result = _run_quietly(lambda: resume(store, definition))
+    return _report(settings, result, as_json)
+
+
+@pipeline.command("rerun")
+@global_options
+@_pipe_argument
+@click.option("--task", "task", required=True, metavar="T", help="The task to invalidate and run again.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
+@_strict_option
+@_root_option
+@_json_option
+@pass_settings
+def rerun_command(
+    settings: Settings, spec: str, task: str, concurrency: int, strict: bool, root: Path, as_json: bool
+) -> int:
+    """Invalidate task T and every task downstream of it, and run exactly that set."""
+    definition = _load_pipeline(spec)
+    with settings.open_store() as store:
+        result = _run_quietly(lambda: rerun(store, definition, task, root=root, concurrency=concurrency, strict=strict))
+    return _report(settings, result, as_json)
+
+
+@pipeline.command("backfill")
+@global_options
+@_pipe_argument
+@click.option("--from", "first", required=True, metavar="P", help="First partition (inclusive).")
+@click.option("--to", "last", required=True, metavar="P", help="Last partition (inclusive).")
+@click.option("--max-concurrent", type=click.IntRange(min=1), default=1, show_default=True, help="Tasks running at once.")
+@_strict_option
+@_root_option
+@_json_option
+@pass_settings
+def backfill_command(
+    settings: Settings, spec: str, first: str, last: str, max_concurrent: int, strict: bool, root: Path, as_json: bool
+) -> int:
+    """Run the tasks of partitions FROM..TO that are not done, at most K at once."""
+    definition = _load_pipeline(spec)
+    with settings.open_store() as store:
+        result = _run_quietly(lambda: backfill(
+            store, definition, first, last, root=root, max_concurrent=max_concurrent, strict=strict
+        ))
+    return _report(settings, result, as_json)
+
+
+@pipeline.command("status")
+@global_options
+@_pipe_argument
+@click.option("--plot", default=None, metavar="FILE", help="Also write the grid coloured by state (.svg, or .png).")
+@_json_option
+@pass_settings
+def status_command(settings: Settings, spec: str, plot: str | None, as_json: bool) -> int:
+    """Every task's state and the stale tasks (succeeded before an upstream was run again)."""
+    if plot is not None:
+        check_chart_path(plot)
+    definition = _load_pipeline(spec)
+    with settings.open_store() as store:
+        current = status(store, definition)
+    written = None
+    if plot is not None:
+        graph = build_graph(definition)
+        svg = grid_svg(graph, current.tasks, title=f"pipeline {graph.pipeline}: task states", stale=current.stale)
+        written = write_grid(plot, svg)
+    if as_json:
+        document = current.to_json()
+        if written is not None:
+            document["plot"] = str(written)
+        emit_json(document)
+        return 0
+    table = Table(title=f"pipeline {current.pipeline}: task states")
+    table.add_column("state")
+    table.add_column("tasks", justify="right")
+    for state, count in current.counts.items():
+        if count:
+            table.add_row(state.value, str(count))
+    settings.console.print(table)
+    if current.stale:
+        settings.console.print(f"[yellow]stale[/]: {escape(', '.join(current.stale))}")
+    if written is not None:
+        settings.console.print(f"grid written to {written}")
+    failed = current.counts[TaskState.FAILED]
+    return 1 if failed else 0
