@@ -10,18 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 import vardiya
-from tests.support.cli import run_cli
+from tests.support.cli import assert_one_line_error, run_cli
 from vardiya.store.migrate import head_revision
-
-
-def _assert_one_line_error(result, *fragments: str) -> None:
-    assert result.code == 2, (result.code, result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("vardiya: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0]
-    assert result.stdout == ""
 
 
 def test_version(tmp_path: Path) -> None:
@@ -62,13 +52,13 @@ def test_db_option_after_the_command_and_from_the_environment(tmp_path: Path) ->
 @pytest.mark.parametrize("url", ["mysql://root@localhost/test", "vardiya.db", "sqlite:///:memory:"])
 def test_unusable_url_is_refused(tmp_path: Path, url: str) -> None:
     result = run_cli("--db", url, "db", "upgrade", cwd=tmp_path)
-    _assert_one_line_error(result, "sqlite:///")
+    assert_one_line_error(result, "sqlite:///")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_unreachable_postgres(tmp_path: Path) -> None:
     result = run_cli("--db", "postgresql://postgres@127.0.0.1:5999/nothing", "db", "upgrade", cwd=tmp_path)
-    _assert_one_line_error(result, "cannot reach the store", "5999")
+    assert_one_line_error(result, "cannot reach the store", "5999")
 
 
 def test_file_that_is_not_sqlite(tmp_path: Path) -> None:
@@ -76,7 +66,7 @@ def test_file_that_is_not_sqlite(tmp_path: Path) -> None:
     path.write_bytes(b"these are my notes, not a database\n" * 10)
     before = path.read_bytes()
     result = run_cli("--db", f"sqlite:///{path}", "db", "upgrade", cwd=tmp_path)
-    _assert_one_line_error(result, "is not a SQLite database")
+    assert_one_line_error(result, "is not a SQLite database")
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
 
@@ -90,7 +80,7 @@ def test_store_migrated_by_a_newer_vardiya(tmp_path: Path) -> None:
     engine.dispose()
     size, mtime = path.stat().st_size, os.stat(path).st_mtime_ns
     result = run_cli("db", "upgrade", cwd=tmp_path)
-    _assert_one_line_error(result, "newer vardiya", "9999")
+    assert_one_line_error(result, "newer vardiya", "9999")
     assert (path.stat().st_size, os.stat(path).st_mtime_ns) == (size, mtime)
     current = run_cli("db", "current", "--json", cwd=tmp_path)
     assert json.loads(current.stdout)["state"] == "too_new"
@@ -98,7 +88,7 @@ def test_store_migrated_by_a_newer_vardiya(tmp_path: Path) -> None:
 
 def test_unknown_command_is_a_usage_error(tmp_path: Path) -> None:
     result = run_cli("frobnicate", cwd=tmp_path)
-    _assert_one_line_error(result, "frobnicate")
+    assert_one_line_error(result, "frobnicate")
 
 
 def test_python_dash_m_and_help(tmp_path: Path) -> None:

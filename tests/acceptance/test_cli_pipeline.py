@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Result, run_cli
+from tests.support.cli import assert_one_line_error, run_cli
 
 GRAPH_FIELDS = {"stages", "tasks", "edges", "order"}
 IMPACT_FIELDS = {"task", "blast_radius", "blocked", "rerun_count", "rerun"}
@@ -93,17 +93,6 @@ def run_json(*args: str, cwd: Path) -> dict[str, object]:
     document = json.loads(result.stdout)
     assert isinstance(document, dict)
     return document
-
-
-def assert_one_line_error(result: Result, *fragments: str) -> str:
-    assert result.code == 2, (result.code, result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("vardiya: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    assert result.stdout == ""
-    return lines[0]
 
 
 def assert_fits_80_columns(text: str) -> None:

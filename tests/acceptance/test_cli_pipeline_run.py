@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import assert_one_line_error, run_cli
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "meter_pipeline.py")
 PIPE = f"{EXAMPLE}:pipeline"
@@ -82,8 +82,5 @@ def test_missing_edge_fails_in_strict_mode_and_warns_without(tmp_path: Path) -> 
 )
 def test_bad_pipeline_input(tmp_path: Path, arguments: list[str], fragment: str) -> None:
     result = run_cli("pipeline", *arguments, "--db", f"sqlite:///{tmp_path / 'vardiya.db'}", cwd=tmp_path)
-    assert result.code == 2, (result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and fragment in lines[0], result.stderr
-    assert result.stdout == ""
+    assert_one_line_error(result, fragment)
     assert not (tmp_path / "out").exists()

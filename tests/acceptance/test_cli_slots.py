@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from tests.support.cli import Result, run_cli
+from tests.support.cli import Result, assert_one_line_error, run_cli
 
 BALANCE_FIELDS = {
     "slots", "assign", "total", "mean", "min", "max", "spread", "max_over_min", "max_dev_pct",
@@ -42,16 +42,6 @@ def refresh(record_id, context):
         raise RuntimeError(f"record {record_id} is broken")
     return RecordResult(rows=record_id % 3, bytes=10 * record_id)
 '''
-
-
-def assert_one_line_error(result: Result, *fragments: str) -> None:
-    assert result.code == 2, (result.code, result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("vardiya: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    assert result.stdout == ""
 
 
 def run_json(*args: str, cwd: Path) -> dict[str, object]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import assert_one_line_error, run_cli
 
 APP = '''
 from datetime import timedelta
@@ -31,15 +31,6 @@ TICK_KEYS = {"job", "period", "slot", "planned_at", "selected", "skipped_done", 
 def project(tmp_path: Path) -> list[str]:
     (tmp_path / "jobs.py").write_text(APP)
     return ["--app", "jobs.py:app", "--db", f"sqlite:///{tmp_path / 'vardiya.db'}"]
-
-
-def _one_line_error(result, *fragments: str) -> None:  # type: ignore[no-untyped-def]
-    assert result.code == 2, (result.code, result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("vardiya: error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    assert result.stdout == ""
 
 
 def test_tick_processes_the_planned_slot_and_reports_json(tmp_path: Path, project: list[str]) -> None:
@@ -91,7 +82,7 @@ def test_bad_tick_input(tmp_path: Path, project: list[str], arguments: list[str]
     if not fragments:
         assert result.code == 0, result.stderr
         return
-    _one_line_error(result, *fragments)
+    assert_one_line_error(result, *fragments)
     assert not (tmp_path / "vardiya.db").exists()
 
 
@@ -110,11 +101,11 @@ def test_app_that_does_not_load(tmp_path: Path, app: str | None, fragments: list
     (tmp_path / "jobs.py").write_text(APP)
     options = ["--app", app] if app else []
     result = run_cli(*options, "tick", "nightly", "--at", "2026-12-01T05:01Z", cwd=tmp_path)
-    _one_line_error(result, *fragments)
+    assert_one_line_error(result, *fragments)
     assert not (tmp_path / "vardiya.db").exists()
 
 
 def test_app_that_raises_on_import(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("raise RuntimeError('config missing')\n")
     result = run_cli("--app", "broken.py:app", "tick", "nightly", "--at", "2026-12-01T05:01Z", cwd=tmp_path)
-    _one_line_error(result, "does not import", "config missing")
+    assert_one_line_error(result, "does not import", "config missing")

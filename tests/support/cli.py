@@ -30,3 +30,15 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: f
         check=False,
     )
     return Result(completed.returncode, completed.stdout, completed.stderr)
+
+
+def assert_one_line_error(result: Result, *fragments: str) -> str:
+    """Bad input: exit 2, one ``vardiya: error:`` line on stderr holding every fragment, nothing on stdout."""
+    assert result.code == 2, (result.code, result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("vardiya: error: "), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    assert result.stdout == ""
+    return lines[0]
