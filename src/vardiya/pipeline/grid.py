@@ -18,7 +18,6 @@ Columns
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -28,8 +27,7 @@ from types import MappingProxyType
 from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import InvalidInput
-from ..slots.chart import _number, _text, check_chart_path
-from ..slots.sinks import atomic_write
+from ..slots.chart import format_number, svg_text, write_svg
 from .graph import TaskGraph
 from .partitions import PartitionKind
 
@@ -108,18 +106,18 @@ def _legend(states: list[str], top: float, width: float) -> tuple[list[str], flo
         if key == "edge":
             middle = y + _SWATCH / 2
             parts.append(
-                f'<path class="legend-edge" d="M {_number(x)} {_number(middle)} H {_number(x + _SWATCH)}" '
+                f'<path class="legend-edge" d="M {format_number(x)} {format_number(middle)} H {format_number(x + _SWATCH)}" '
                 f'stroke="{_EDGE_COLOUR}" stroke-width="1" marker-end="url(#arrow)"/>'
             )
         else:
             fill, outline = STATE_COLOURS[key]
             stroke_width = 2.5 if key == STALE else 1
             parts.append(
-                f'<rect class="swatch" data-legend={quoteattr(key)} x="{_number(x)}" y="{_number(y)}" '
+                f'<rect class="swatch" data-legend={quoteattr(key)} x="{format_number(x)}" y="{format_number(y)}" '
                 f'width="{_SWATCH}" height="{_SWATCH}" fill="{fill}" stroke="{outline}" '
                 f'stroke-width="{stroke_width}"/>'
             )
-        parts.append(_text(x + _SWATCH + 6, y + _SWATCH - 1, label, class_="legend-label"))
+        parts.append(svg_text(x + _SWATCH + 6, y + _SWATCH - 1, label, class_="legend-label"))
         x += item_width
     parts.append("</g>")
     return parts, y + _SWATCH - top
@@ -209,16 +207,16 @@ def grid_svg(
         f'orient="auto"><path d="M 0 0 L 6 3 L 0 6 z" fill="{_EDGE_COLOUR}"/></marker>',
         "</defs>",
         f'<rect class="background" x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
-        _text(_MARGIN, 24, title, class_="title", font_size="16", font_weight="bold"),
-        _text(_MARGIN, 44, summary, class_="summary", fill="#555555"),
+        svg_text(_MARGIN, 24, title, class_="title", font_size="16", font_weight="bold"),
+        svg_text(_MARGIN, 44, summary, class_="summary", fill="#555555"),
     ]
     every = max(1, math.ceil((max((len(key) for key in columns), default=0) * _CHAR_WIDTH + 6) / cell))
     for number, key in enumerate(columns):
         if number % every == 0:
-            parts.append(_text(left + (number + 0.5) * cell, top - 7, key, class_="partition", text_anchor="middle"))
+            parts.append(svg_text(left + (number + 0.5) * cell, top - 7, key, class_="partition", text_anchor="middle"))
     for row, stage in enumerate(graph.stages):
         middle = _row_top(top, row) + _ROW_HEIGHT / 2
-        parts.append(_text(left - 8, middle + 4, stage.name, class_="stage", text_anchor="end"))
+        parts.append(svg_text(left - 8, middle + 4, stage.name, class_="stage", text_anchor="end"))
     for task, place in enumerate(cells):
         parts.append(_task_rect(names[task], place, drawn[task], task in marked))
     parts.append('<g class="edges" fill="none">')
@@ -238,7 +236,7 @@ def _task_rect(name: str, place: _Cell, state: str, marked_stale: bool) -> str:
     flag = ' data-stale="true"' if is_stale else ""
     return (
         f'<rect class="task" data-task={quoteattr(name)} data-state={quoteattr(state)}{flag} '
-        f'x="{_number(place.x)}" y="{_number(place.y)}" width="{_number(place.width)}" height="{_ROW_HEIGHT}" '
+        f'x="{format_number(place.x)}" y="{format_number(place.y)}" width="{format_number(place.width)}" height="{_ROW_HEIGHT}" '
         f'fill="{fill}" stroke="{stroke}" stroke-width="{stroke_width}">'
         f"<title>{escape(f'{name}: {note}')}</title></rect>"
     )
@@ -254,14 +252,14 @@ def _edge_path(upstream: str, downstream: str, start: _Cell, end: _Cell) -> str:
     start_x = end.middle if start.wide else start.middle
     end_x = start.middle if end.wide else end.middle
     if start.row < end.row:
-        shape = f"M {_number(start_x)} {_number(start.bottom)} L {_number(end_x)} {_number(end.y)}"
+        shape = f"M {format_number(start_x)} {format_number(start.bottom)} L {format_number(end_x)} {format_number(end.y)}"
     elif start.row > end.row:
-        shape = f"M {_number(start_x)} {_number(start.y)} L {_number(end_x)} {_number(end.bottom)}"
+        shape = f"M {format_number(start_x)} {format_number(start.y)} L {format_number(end_x)} {format_number(end.bottom)}"
     else:
         bend = start.y - _ROW_GAP * 0.8
         shape = (
-            f"M {_number(start_x)} {_number(start.y)} "
-            f"Q {_number((start_x + end_x) / 2)} {_number(bend)} {_number(end_x)} {_number(end.y)}"
+            f"M {format_number(start_x)} {format_number(start.y)} "
+            f"Q {format_number((start_x + end_x) / 2)} {format_number(bend)} {format_number(end_x)} {format_number(end.y)}"
         )
     return (
         f'<path class="edge" data-from={quoteattr(upstream)} data-to={quoteattr(downstream)} d="{shape}" '
@@ -270,14 +268,5 @@ def _edge_path(upstream: str, downstream: str, start: _Cell, end: _Cell) -> str:
 
 
 def write_grid(path: str | os.PathLike[str], svg: str) -> Path:
-    """Write a grid to ``path`` atomically: .svg as is, .png with cairosvg; returns the path.
-
-    Any other suffix, or .png without cairosvg, is an ``InvalidInput`` that says to write .svg.
-    """
-    grid_format = check_chart_path(path)
-    if grid_format == "png":
-        cairosvg = importlib.import_module("cairosvg")
-        atomic_write(path, cairosvg.svg2png(bytestring=svg.encode("utf-8")))
-    else:
-        atomic_write(path, svg)
-    return Path(path)
+    """Write a grid to ``path`` atomically: .svg as is, .png with cairosvg; returns the path."""
+    return write_svg(path, svg)

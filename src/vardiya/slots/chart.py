@@ -24,7 +24,15 @@ from .sinks import atomic_write
 if TYPE_CHECKING:
     from .report import LedgerReport
 
-__all__ = ["bar_chart_svg", "check_chart_path", "report_chart_svg", "write_chart"]
+__all__ = [
+    "bar_chart_svg",
+    "check_chart_path",
+    "format_number",
+    "report_chart_svg",
+    "svg_text",
+    "write_chart",
+    "write_svg",
+]
 
 BAR_COLOUR = "#4c78a8"
 HIGHLIGHT_COLOUR = "#d62728"
@@ -37,7 +45,7 @@ _LABEL_WIDTH = 26  # horizontal room one slot number needs
 _TICKS = 5
 
 
-def _number(value: float) -> str:
+def format_number(value: float) -> str:
     """A coordinate with at most two decimals and no trailing zeros."""
     text = f"{value:.2f}".rstrip("0").rstrip(".")
     return "0" if text in ("", "-0") else text
@@ -61,12 +69,12 @@ def _tick_text(value: float, step: float) -> str:
     return f"{value:,.{decimals}f}"
 
 
-def _text(x: float, y: float, content: str, **attributes: str) -> str:
+def svg_text(x: float, y: float, content: str, **attributes: str) -> str:
     # Python names stand for SVG ones: class_ is class, text_anchor is text-anchor.
     extra = "".join(
         f" {name.rstrip('_').replace('_', '-')}={quoteattr(value)}" for name, value in attributes.items()
     )
-    return f'<text x="{_number(x)}" y="{_number(y)}"{extra}>{escape(content)}</text>'
+    return f'<text x="{format_number(x)}" y="{format_number(y)}"{extra}>{escape(content)}</text>'
 
 
 def _checked(labels: Sequence[str], series: Mapping[str, Sequence[float]]) -> dict[str, list[float]]:
@@ -98,38 +106,38 @@ def _panel(
     bar_width = slot_width * 0.8
     every = max(1, math.ceil(len(values) * _LABEL_WIDTH / plot_width))
     parts = [
-        f'<g class="panel" data-series={quoteattr(name)} transform="translate({_MARGIN_LEFT} {_number(top)})">',
-        _text(0, -10, name, class_="panel-title", font_weight="bold"),
+        f'<g class="panel" data-series={quoteattr(name)} transform="translate({_MARGIN_LEFT} {format_number(top)})">',
+        svg_text(0, -10, name, class_="panel-title", font_weight="bold"),
     ]
     for tick in ticks:
         y = plot_height - tick / axis_top * plot_height
         parts.append(
-            f'<line class="grid" x1="0" y1="{_number(y)}" x2="{_number(plot_width)}" y2="{_number(y)}" '
+            f'<line class="grid" x1="0" y1="{format_number(y)}" x2="{format_number(plot_width)}" y2="{format_number(y)}" '
             'stroke="#e0e0e0"/>'
         )
-        parts.append(_text(-8, y + 4, _tick_text(tick, step), class_="tick", text_anchor="end"))
+        parts.append(svg_text(-8, y + 4, _tick_text(tick, step), class_="tick", text_anchor="end"))
     for index, value in enumerate(values):
         height = value / axis_top * plot_height
         x = index * slot_width + (slot_width - bar_width) / 2
         marked = index in highlight
         parts.append(
             f'<rect class="{"bar overrun" if marked else "bar"}" data-slot="{index}" data-value="{value:g}" '
-            f'x="{_number(x)}" y="{_number(plot_height - height)}" width="{_number(bar_width)}" '
-            f'height="{_number(height)}" fill="{HIGHLIGHT_COLOUR if marked else BAR_COLOUR}">'
+            f'x="{format_number(x)}" y="{format_number(plot_height - height)}" width="{format_number(bar_width)}" '
+            f'height="{format_number(height)}" fill="{HIGHLIGHT_COLOUR if marked else BAR_COLOUR}">'
             f"<title>{escape(f'{x_label} {labels[index]}: {value:,.6g}')}</title></rect>"
         )
         if index % every == 0:
             parts.append(
-                _text(index * slot_width + slot_width / 2, plot_height + 16, labels[index], class_="label",
+                svg_text(index * slot_width + slot_width / 2, plot_height + 16, labels[index], class_="label",
                       text_anchor="middle")
             )
     parts += [
-        f'<line class="axis" x1="0" y1="{_number(plot_height)}" x2="{_number(plot_width)}" '
-        f'y2="{_number(plot_height)}" stroke="#333"/>',
-        f'<line class="axis" x1="0" y1="0" x2="0" y2="{_number(plot_height)}" stroke="#333"/>',
-        _text(plot_width / 2, plot_height + 36, x_label, class_="axis-label", text_anchor="middle"),
-        _text(-_MARGIN_LEFT + 14, plot_height / 2, name, class_="axis-label", text_anchor="middle",
-              transform=f"rotate(-90 {-_MARGIN_LEFT + 14} {_number(plot_height / 2)})"),
+        f'<line class="axis" x1="0" y1="{format_number(plot_height)}" x2="{format_number(plot_width)}" '
+        f'y2="{format_number(plot_height)}" stroke="#333"/>',
+        f'<line class="axis" x1="0" y1="0" x2="0" y2="{format_number(plot_height)}" stroke="#333"/>',
+        svg_text(plot_width / 2, plot_height + 36, x_label, class_="axis-label", text_anchor="middle"),
+        svg_text(-_MARGIN_LEFT + 14, plot_height / 2, name, class_="axis-label", text_anchor="middle",
+              transform=f"rotate(-90 {-_MARGIN_LEFT + 14} {format_number(plot_height / 2)})"),
         "</g>",
     ]
     return parts
@@ -162,14 +170,14 @@ def bar_chart_svg(
         f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">',
         f"<title>{escape(title)}</title>",
         f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
-        _text(_MARGIN_LEFT, 24, title, class_="title", font_size="16", font_weight="bold"),
+        svg_text(_MARGIN_LEFT, 24, title, class_="title", font_size="16", font_weight="bold"),
     ]
     marked = {index for index in highlight if 0 <= index < len(labels)}
     if marked:
         legend_x = width - _MARGIN_RIGHT
         parts += [
             f'<rect class="legend" x="{legend_x - 12}" y="14" width="12" height="12" fill="{HIGHLIGHT_COLOUR}"/>',
-            _text(legend_x - 18, 24, highlight_label, class_="legend", text_anchor="end"),
+            svg_text(legend_x - 18, 24, highlight_label, class_="legend", text_anchor="end"),
         ]
     for number, (name, values) in enumerate(checked.items()):
         top = _TITLE_HEIGHT + number * panel_height + _PANEL_TITLE
@@ -216,8 +224,15 @@ def check_chart_path(path: str | os.PathLike[str]) -> str:
 
 def write_chart(path: str | os.PathLike[str], report: LedgerReport) -> Path:
     """Write the report's chart to ``path`` (.svg, or .png with cairosvg) atomically; returns the path."""
+    return write_svg(path, report_chart_svg(report))
+
+
+def write_svg(path: str | os.PathLike[str], svg: str) -> Path:
+    """Write a picture to ``path`` atomically: .svg as is, .png through cairosvg; returns the path.
+
+    Any other suffix, or .png without cairosvg, is an ``InvalidInput`` that says to write .svg.
+    """
     chart_format = check_chart_path(path)
-    svg = report_chart_svg(report)
     if chart_format == "png":
         cairosvg = importlib.import_module("cairosvg")
         atomic_write(path, cairosvg.svg2png(bytestring=svg.encode("utf-8")))
