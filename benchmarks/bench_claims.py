@@ -3,7 +3,8 @@
 vardiya: N items enqueued with ``store.items.enqueue_many`` (not timed), then, timed, the loop
 ``store.items.claim(100, owner=..., lease=60)`` -> ``store.items.complete_many(ids, owner=...)`` until a
 claim comes back empty. That is everything vardiya does for an item: the lease, the attempt count, the
-attempt history row, the ownership check on completion.
+ownership check on completion, the attempt's times (a success is told by the item row), ``WorkItem``
+objects (whose payloads are decoded when first read: this loop reads only the ids).
 
 raw: a plain table ``(id, state, payload)`` with a partial index on the ready rows, N rows inserted (not
 timed), then, timed, the claim-100-then-done loop until a claim comes back empty:
@@ -52,7 +53,8 @@ def vardiya_side(store: Any, rows: int, postgres: bool) -> Any:
     def prepare() -> None:
         with store.transaction() as connection:
             if postgres:
-                connection.exec_driver_sql("TRUNCATE dedup_keys, work_item_attempts, work_items RESTART IDENTITY")
+                # CASCADE: every table that refers to work items (attempts, dedup keys, streams, calls).
+                connection.exec_driver_sql("TRUNCATE work_items RESTART IDENTITY CASCADE")
             else:
                 connection.exec_driver_sql("DELETE FROM work_item_attempts")
                 connection.exec_driver_sql("DELETE FROM work_items")

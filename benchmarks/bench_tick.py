@@ -3,7 +3,7 @@
 vardiya: ``run_tick`` of a ``SlotJob`` whose scheme has one slot (``SlotScheme(slots=1)``, so the tick's
 own slot is every record of ``users``), with a no-op per-record handler, ``current_limit=None``,
 ``backfill_limit=0`` and a one-day deadline: it streams the ids from ``SqlTableSource(url, "users")`` in
-chunks of 5,000 (no stored slot column for B=1, so the slot predicate is computed, ``((id % 1) + 1) % 1
+chunks of 50,000 (no stored slot column for B=1, so the slot predicate is computed, ``((id % 1) + 1) % 1
 = 0``, on a keyset page of the primary key), calls the handler once per record and marks every outcome
 in the ledger in chunks of ``flush_every`` (500). Timed from the call to the return of ``run_tick``;
 every record is then checked to be done in the ledger (not timed). Variants:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import AppNotFound, ConfigurationError
+from .invoke.handlers import Handler
 from .slots.job import SchemeChange, SlotJob
 from .slots.scheme import SlotScheme
 from .slots.sources import Source
@@ -31,11 +32,40 @@ __all__ = ["App", "load_app", "load_object"]
 
 
 class App:
-    """A registry of a project's slot jobs (and, later, handlers and pipelines)."""
+    """A registry of a project's slot jobs and invocation handlers."""
 
     def __init__(self, name: str = "vardiya") -> None:
         self.name = name
         self.slot_jobs: dict[str, SlotJob] = {}
+        self.handlers: dict[str, Handler] = {}
+
+    def add_handler(self, handler: Handler) -> Handler:
+        """Register a ``Handler``; names are unique within an app."""
+        if handler.name in self.handlers:
+            raise ConfigurationError(f"app {self.name!r} already has a handler named {handler.name!r}")
+        self.handlers[handler.name] = handler
+        return handler
+
+    def handler(self, name: str, **settings: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Declare a handler whose function is the decorated one (returned unchanged).
+
+        ``settings`` are those of ``Handler``: ``model`` (sync, async, stream), ``retry``,
+        ``caller_retry``, ``batch_size``, ``batch_window``, ``policy``, ``time_limit_s``,
+        ``per_record_s``, ``per_call_overhead_s``, ``dedup``, ``on_failure``, ``ordered``, ``lanes``,
+        ``batch``. They are checked here, at declaration.
+        """
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_handler(Handler(name=name, fn=fn, **settings))
+            return fn
+
+        return register
+
+    def get_handler(self, name: str) -> Handler:
+        """The handler called ``name``; a clear error lists the ones that exist."""
+        from .invoke.invoker import find_handler
+
+        return find_handler(self.handlers, name)
 
     def add_slot_job(self, job: SlotJob) -> SlotJob:
         """Register a ``SlotJob``; names are unique within an app."""
@@ -97,7 +127,7 @@ class App:
             ) from None
 
     def __repr__(self) -> str:
-        return f"App({self.name!r}, slot_jobs={sorted(self.slot_jobs)})"
+        return f"App({self.name!r}, slot_jobs={sorted(self.slot_jobs)}, handlers={sorted(self.handlers)})"
 
 
 def load_object(spec: str | None, *, what: str = "app", option: str = "--app / VARDIYA_APP") -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import threading
 from datetime import timedelta
 
@@ -180,6 +182,61 @@ def test_claim_counts_the_attempt_and_sets_the_lease(store: Store, clock: Virtua
     assert claimed.lease_until == clock.now() + timedelta(seconds=45)
     assert claimed.updated_at == clock.now()
     assert store.items.get(item.id) == claimed
+
+
+@pytest.mark.parametrize(
+    "payload", [None, 0, -7, 1.5, "text", "7", "null", True, False, [1, "two", None], {"a": {"b": [1.25]}}]
+)
+def test_claimed_payload_is_the_enqueued_one(store: Store, payload: object) -> None:
+    item = store.items.enqueue("call", payload, key="k")
+
+    (claimed,) = store.items.claim(1, owner="w", lease=30)
+
+    assert claimed.payload == payload and type(claimed.payload) is type(payload)
+    assert claimed.payload is claimed.payload  # decoded once
+    assert claimed == store.items.get(item.id)
+    if not isinstance(payload, list | dict):
+        assert hash(claimed) == hash(store.items.get(item.id))
+
+
+def test_claimed_item_is_a_frozen_value(store: Store) -> None:
+    store.items.enqueue("call", {"x": 1}, key="k")
+    (claimed,) = store.items.claim(1, owner="w", lease=30)
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        claimed.attempts = 5  # type: ignore[misc]
+    assert repr(claimed).startswith(f"WorkItem(id={claimed.id}, kind='call', key='k', payload={{'x': 1}}, ")
+    assert copy.copy(claimed) == claimed
+
+
+def test_claim_and_complete_more_items_than_one_statement_binds(store: Store) -> None:
+    # 1,300 ids: more than any one statement of the store binds, and not a multiple of its chunks.
+    store.items.enqueue_many("rec", [(f"k{i:04d}", {"i": i}) for i in range(1_300)])
+
+    claimed = store.items.claim(2_000, owner="w", lease=30)
+
+    assert [item.payload["i"] for item in claimed] == list(range(1_300))
+    assert {item.attempts for item in claimed} == {1}
+    assert store.items.counts()[ItemState.RUNNING] == 1_300
+    assert store.items.complete_many([item.id for item in claimed], owner="w") == set()
+    assert store.items.counts()[ItemState.SUCCEEDED] == 1_300
+
+
+def test_complete_many_with_some_items_no_longer_held(store: Store, clock: VirtualClock) -> None:
+    store.items.enqueue_many("call", [(f"k{i}", i) for i in range(5)])
+    held = store.items.claim(3, owner="w", lease=30)
+    (other,) = store.items.claim(1, owner="someone-else", lease=30)
+    pending = store.items.find("call", "k4")
+    clock.advance(2)
+    ids = [held[0].id, other.id, held[1].id, pending.id, held[1].id, held[2].id]
+
+    assert store.items.complete_many(ids, owner="w") == {other.id, pending.id}
+
+    assert [store.items.get(item.id).state for item in held] == [ItemState.SUCCEEDED] * 3
+    assert store.items.get(held[0].id).updated_at == clock.now()
+    assert store.items.get(other.id) == other
+    assert store.items.get(pending.id) == pending
+    assert store.items.complete_many([held[0].id], owner="w") == {held[0].id}  # done already
 
 
 @pytest.mark.parametrize("lease", [0, -5, timedelta(0)])

@@ -16,6 +16,8 @@ from vardiya.pipeline import (
     same,
     status,
 )
+from vardiya.pipeline.io import EMPTY_FINGERPRINT
+from vardiya.pipeline.state import AttemptEnd
 from vardiya.store import Store
 
 from ..conftest import START
@@ -160,6 +162,68 @@ def test_blocked_tasks_name_the_failed_upstream(store: Store) -> None:
     }
     assert tasks["down@2026-01"].attempts == 1 and tasks["down@2026-02"].attempts == 0
     assert state.history(task="down@2026-02") == []
+
+
+def test_one_wave_records_ends_blocks_and_starts_together(store: Store, clock: VirtualClock) -> None:
+    state = PipelineState(store, "pair")
+    run_id = state.open_run({})
+    first, second = state.record(run_id, started=[("up@2026-01", 1), ("up@2026-02", 1)])
+    assert first != second
+    assert {name: record.state for name, record in state.tasks().items()} == {
+        "up@2026-01": TaskState.RUNNING, "up@2026-02": TaskState.RUNNING,
+    }
+    clock.advance(3)
+    nothing = Output(path=None, fingerprint=EMPTY_FINGERPRINT, rows=0)  # the stage returned None
+    (third,) = state.record(
+        run_id,
+        ended=[
+            AttemptEnd(
+                attempt_id=first, task="up@2026-01", finished_at=clock.now(), output=nothing,
+                reads=(_read("up@2026-01", "up", "2026-02", declared=False),),
+            ),
+            AttemptEnd(attempt_id=second, task="up@2026-02", finished_at=clock.now(), error="boom"),
+        ],
+        blocked={"down@2026-02": "upstream up@2026-02 failed"},
+        started=[("down@2026-01", 1)],
+    )
+    tasks = state.tasks()
+    done = tasks["up@2026-01"]
+    assert (done.state, done.output_path, done.output_fingerprint, done.rows, done.materialized_run_id) == (
+        TaskState.SUCCEEDED, None, EMPTY_FINGERPRINT, 0, run_id,
+    )
+    assert done.finished_at == START + timedelta(seconds=3)
+    assert (tasks["up@2026-02"].state, tasks["up@2026-02"].error) == (TaskState.FAILED, "boom")
+    assert (tasks["down@2026-02"].state, tasks["down@2026-02"].error) == (
+        TaskState.BLOCKED, "upstream up@2026-02 failed",
+    )
+    assert (tasks["down@2026-01"].state, tasks["down@2026-01"].started_at) == (
+        TaskState.RUNNING, START + timedelta(seconds=3),
+    )
+    history = state.history(run_id=run_id)
+    assert [(a.id, a.task, a.state) for a in history] == [
+        (first, "up@2026-01", TaskState.SUCCEEDED),
+        (second, "up@2026-02", TaskState.FAILED),
+        (third, "down@2026-01", TaskState.RUNNING),
+    ]
+    assert [(r.task, r.read_task, r.declared) for r in state.reads(run_id=run_id)] == [
+        ("up@2026-01", "up@2026-02", False),
+    ]
+    assert state.record(run_id) == []  # nothing to record
+
+
+def test_a_held_connection_still_commits_every_wave(store: Store, clock: VirtualClock) -> None:
+    state = PipelineState(store, "pair")
+    run_id = state.open_run({})
+    with state.holding_connection():
+        (attempt,) = state.record(run_id, started=[("up@2026-01", 1)])
+        # Read through another connection: the wave is committed, not waiting in an open transaction.
+        assert state.task("up@2026-01").state is TaskState.RUNNING  # type: ignore[union-attr]
+        clock.advance(1)
+        end = AttemptEnd(attempt_id=attempt, task="up@2026-01", finished_at=clock.now(), output=_output("up@2026-01"))
+        state.record(run_id, ended=[end])
+        assert state.task("up@2026-01").state is TaskState.SUCCEEDED  # type: ignore[union-attr]
+    state.start_attempt(run_id, "up@2026-02", 1)  # and without it, a connection from the pool again
+    assert state.task("up@2026-02").state is TaskState.RUNNING  # type: ignore[union-attr]
 
 
 def test_a_new_run_closes_what_a_killed_run_left_open(store: Store, clock: VirtualClock) -> None:

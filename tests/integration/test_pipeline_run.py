@@ -352,3 +352,46 @@ def test_a_stage_that_returns_no_rows_list_fails_without_retries(store: Store, t
     assert result.errors == {"broken": "InvalidInput: broken returned dict; return a list of row dicts (or None for no rows)"}
     assert result.blocked == ("nothing",)
     assert len(PipelineState(store, "odd").history(task="broken")) == 1
+
+
+def test_a_stage_that_returns_none_publishes_no_file_and_reads_as_no_rows(store: Store, tmp_path: Path) -> None:
+    built = Pipeline("effects")
+    months = Monthly(start="2026-01", end="2026-02")
+    produced: list[dict[str, Any]] | None = None  # what notify returns; None is no output
+
+    @built.stage(partitions=months)
+    def notify(context: TaskContext) -> list[dict[str, Any]] | None:
+        return produced
+
+    @built.stage(partitions=months, depends_on={"notify": same()})
+    def count(context: TaskContext) -> list[dict[str, Any]]:
+        return [{"read": len(context.read("notify"))}]
+
+    def counted(month: str) -> int:
+        return int(json.loads(task_output_path(tmp_path, "effects", "count", month).read_text())[0]["read"])
+
+    first = run_pipeline(store, built, root=tmp_path, concurrency=2)
+    assert first.ok
+    assert not (tmp_path / "effects" / "notify").exists()
+    records = PipelineState(store, "effects").tasks()
+    for month in ("2026-01", "2026-02"):
+        record = records[f"notify@{month}"]
+        assert (record.state, record.output_path, record.rows) == (TaskState.SUCCEEDED, None, 0)
+        assert record.output_fingerprint == hashlib.sha256(b"[]\n").hexdigest()
+        assert counted(month) == 0
+    assert run_pipeline(store, built, root=tmp_path).skipped == tuple(build_graph(built).order)  # done, no file
+
+    produced = [{"sent": 1}]
+    assert rerun(store, built, "notify@2026-01", root=tmp_path).ok
+    assert task_output_path(tmp_path, "effects", "notify", "2026-01").exists() and counted("2026-01") == 1
+    produced = None
+    assert rerun(store, built, "notify@2026-01", root=tmp_path).ok
+    assert not task_output_path(tmp_path, "effects", "notify", "2026-01").exists()  # no stale rows left
+    assert counted("2026-01") == 0
+
+    # The checkpoint, not a stray file, says what a task produced (a later run reads it from the store).
+    stray = task_output_path(tmp_path, "effects", "notify", "2026-02")
+    stray.parent.mkdir(parents=True, exist_ok=True)
+    stray.write_text('[{"sent": 1}]\n')
+    assert rerun(store, built, "count@2026-02", root=tmp_path).ran == ("count@2026-02",)
+    assert counted("2026-02") == 0

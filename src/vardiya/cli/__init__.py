@@ -15,8 +15,11 @@ from ..errors import VardiyaError
 from .context import global_options
 from .db import db
 from .demo import demo
+from .dlq import dlq
+from .invoke import invoke, worker
 from .pipeline import pipeline
 from .pipeline_run import run_command  # noqa: F401 - registers run/status/resume/rerun/backfill
+from .plan import plan
 from .slots import slots
 from .ticks import replay_command, tick
 
@@ -36,6 +39,10 @@ cli.add_command(tick)
 cli.add_command(replay_command)
 cli.add_command(slots)
 cli.add_command(pipeline)
+cli.add_command(worker)
+cli.add_command(invoke)
+cli.add_command(dlq)
+cli.add_command(plan)
 
 
 def _one_line(text: str) -> str:

@@ -1,8 +1,10 @@
-"""Invocation models: the pure rules first (retry decisions, batch sizing and splitting).
+"""Invocation models: the same handler run sync, async or as a batched stream.
 
-``retry`` decides when a failed attempt is retried and when an item is dead-lettered; ``batching``
-checks a stream batch size against the time limit and splits failing batches. Neither reads a clock,
-a store or a file.
+The pure rules (``retry``: when a failed attempt is retried or dead-lettered; ``batching``: what fits
+the time limit and how failing batches split) read no clock, store or file. ``execute`` is the one
+implementation of an attempt (handler calls, failure policy, dedup, time limit) that the worker, sync
+calls and the planner share. ``invoker`` is the caller's side, ``worker`` the engine's, ``dlq`` the
+dead-letter store, ``metrics`` the figures of a run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ from .batching import (
     plan_bisect,
     worst_case_duration,
 )
+from .execute import AttemptOutcome, BatchRecord, CallContext, CallRecord, run_attempt
+from .handlers import Dedup, FailurePolicy, Handler, Model, payload_key
+from .invoker import CallStatus, Handle, Invoker
+from .metrics import Metrics, Prices, store_metrics
 from .retry import (
     JITTER_VERSION,
     Backoff,
@@ -28,23 +34,42 @@ from .retry import (
     Wait,
     jitter_fraction,
 )
+from .worker import Worker, WorkerReport
 
 __all__ = [
+    "AttemptOutcome",
     "Backoff",
+    "BatchRecord",
     "BisectPlan",
+    "CallContext",
+    "CallRecord",
+    "CallStatus",
     "CallerRetry",
+    "Dedup",
     "ExponentialWait",
+    "FailurePolicy",
     "FixedWait",
+    "Handle",
+    "Handler",
+    "Invoker",
     "JITTER_VERSION",
     "Jitter",
+    "Metrics",
+    "Model",
+    "Prices",
     "RetryDecision",
     "RetryPolicy",
     "Wait",
+    "Worker",
+    "WorkerReport",
     "bisect",
     "check_batch_size",
     "jitter_fraction",
     "largest_batch_that_fits",
     "partial_failures",
+    "payload_key",
     "plan_bisect",
+    "run_attempt",
+    "store_metrics",
     "worst_case_duration",
 ]

@@ -7,6 +7,13 @@ Outputs
     ever sees the old file or the new one. Rows are encoded with sorted keys and no whitespace, so the
     same rows give the same bytes and the same fingerprint (the sha256 of those bytes) on every run.
 
+    A stage that returns ``None`` produced no output (a stage run for its effect): no file is written,
+    an earlier output at its path is removed, and the checkpoint records no path, zero rows and the
+    fingerprint of the empty list, which is what a reader of it gets. A stage that returns ``[]`` still
+    publishes its empty list. A durable file is the costly part of a small task (creating one and its
+    two fsyncs take longer than all of the task's store writes), and a task with nothing to say should
+    not pay for one.
+
 Reads
     A stage function gets a ``TaskContext`` and reads upstream rows with ``context.read(stage,
     partition)``. Every read is recorded. A read of a task that is not an upstream of this task in the
@@ -20,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +39,7 @@ from .mapping import MappingKind, PartitionMapping
 from .partitions import Unpartitioned
 
 __all__ = [
+    "EMPTY_FINGERPRINT",
     "Output",
     "Read",
     "TaskContext",
@@ -53,9 +61,9 @@ class UndeclaredReadWarning(UserWarning):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Output:
-    """What a task published: where, the sha256 of the bytes, and how many rows."""
+    """What a task published: where (None for no output), the sha256 of the bytes, and how many rows."""
 
-    path: str
+    path: str | None
     fingerprint: str
     rows: int
 
@@ -117,12 +125,35 @@ def encode_rows(rows: object, *, task: str = "the stage") -> bytes:
     return (text + "\n").encode("utf-8")
 
 
+#: The fingerprint of no rows: what a task that returned None (no output) is checkpointed with.
+EMPTY_FINGERPRINT = hashlib.sha256(encode_rows([])).hexdigest()
+
+
 def publish(path: str | os.PathLike[str], rows: object, *, task: str = "the stage") -> Output:
-    """Encode ``rows`` and publish them atomically (and durably) at ``path``."""
+    """Encode ``rows`` and publish them atomically (and durably) at ``path``.
+
+    ``None`` is no output: nothing is written, and an earlier output at ``path`` is removed (durably),
+    so the path never holds rows the checkpoint does not describe.
+    """
+    if rows is None:
+        _remove_output(os.fspath(path))
+        return Output(path=None, fingerprint=EMPTY_FINGERPRINT, rows=0)
     data = encode_rows(rows, task=task)
     atomic_write(path, data)
     count = len(rows) if isinstance(rows, Sequence) else 0
     return Output(path=os.fspath(path), fingerprint=hashlib.sha256(data).hexdigest(), rows=count)
+
+
+def _remove_output(target: str) -> None:
+    try:
+        os.unlink(target)
+    except FileNotFoundError:
+        return  # the usual case: there was never an output, and no file work is done
+    directory = os.open(os.path.dirname(target) or ".", os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 def load_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -166,13 +197,24 @@ class TaskContext:
     """What a stage function gets: its task, stage and partition, and ``read`` for upstream rows.
 
     Built by the runner, one per attempt; ``reads`` are what the attempt read, in order, once each.
+    ``without_output`` names the tasks whose checkpointed success produced no output (they returned
+    None): reading one gives no rows, whatever file may lie at its path.
     """
 
-    def __init__(self, *, graph: TaskGraph, task: str, root: str | os.PathLike[str], strict: bool) -> None:
+    def __init__(
+        self,
+        *,
+        graph: TaskGraph,
+        task: str,
+        root: str | os.PathLike[str],
+        strict: bool,
+        without_output: Container[str] = frozenset(),
+    ) -> None:
         self._graph = graph
         self._task_id = graph.task_id(task)
         self._root = os.fspath(root)
         self._strict = strict
+        self._without_output = without_output
         self._upstream = frozenset(graph.predecessors[self._task_id])
         self._reads: dict[str, Read] = {}
         self.task = task
@@ -224,6 +266,8 @@ class TaskContext:
         record = self._reads[read_name]
         if not record.declared and self._strict:
             raise UndeclaredRead(record.missing_edge)
+        if read_name in self._without_output:
+            return []
         path = task_output_path(self._root, graph.pipeline, stage, key)
         try:
             return load_rows(path)

@@ -5,15 +5,25 @@ Planning (pure, before anything is written)
     whose upstream is neither selected nor done is either planned too, with its own missing upstream
     (``plan_upstream=True``, the default), or the run is refused with an ``InvalidInput`` naming them:
     a consumption for 2026-07 never runs without clean@2026-06 and silently yields zero rows. Done means
-    checkpointed as succeeded with its output file still there; done tasks are ``skipped``.
+    checkpointed as succeeded with its output file still there (a task that produced no output has
+    none to look for); done tasks are ``skipped``.
 
 Running
-    Up to ``concurrency`` tasks at once (threads; the store is shared through its connection pool). A
-    task starts when every upstream has succeeded, in this run or an earlier one. A failure blocks
-    exactly its descendants; independent tasks keep running, unless ``fail_fast`` stops launching at
-    the first failure (the unlaunched tasks stay ``pending``). A stage's ``retries`` and
-    ``retry_wait_s`` apply to errors of its code; errors vardiya raises for a declaration
-    (``ConfigurationError``, e.g. ``UndeclaredRead``) and injected drills are final.
+    Up to ``concurrency`` tasks at once. A task starts when every upstream has succeeded, in this run
+    or an earlier one. A failure blocks exactly its descendants; independent tasks keep running, unless
+    ``fail_fast`` stops launching at the first failure (the unlaunched tasks stay ``pending``). A
+    stage's ``retries`` and ``retry_wait_s`` apply to errors of its code; errors vardiya raises for a
+    declaration (``ConfigurationError``, e.g. ``UndeclaredRead``) and injected drills are final.
+
+    The coordinator (the caller's thread) writes the store in waves, one transaction each: the
+    attempts that ended since the last wave (a success is the checkpoint), the tasks a failure blocks,
+    and the tasks that start now. A task's checkpoint is therefore committed before, or with, the start
+    of every task that depends on it, and a task is marked running before its code runs. A task that
+    finished but whose wave never committed (the process was killed in between) is found ``running``
+    by the next run, which runs it again; its output was published atomically at its one path, so the
+    second publish replaces the first. Tasks run in a thread pool when ``concurrency`` is above 1; at 1
+    they run in the caller's thread, which saves a thread hand-over per task (an interrupt then stops
+    the running task, which the next run runs again).
 
 The ways in
     ``run_pipeline`` (a selection), ``resume`` (the failed, blocked and never-run tasks of the last
@@ -24,6 +34,7 @@ The ways in
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import os
 import warnings
@@ -38,10 +49,10 @@ from ..errors import ConfigurationError, InvalidInput
 from ..store.schema import RunState, TaskState
 from .graph import TaskGraph, build_graph
 from .impact import descendants
-from .io import Output, Read, TaskContext, UndeclaredReadWarning, publish, task_output_path
+from .io import Read, TaskContext, UndeclaredReadWarning, publish, task_output_path
 from .partitions import Unpartitioned
 from .stages import Pipeline
-from .state import PipelineState, TaskRecord
+from .state import AttemptEnd, PipelineState, TaskRecord
 
 if TYPE_CHECKING:
     from ..store.api import Store
@@ -144,11 +155,14 @@ def _in_range(graph: TaskGraph, first: str, last: str) -> set[int]:
 
 
 def _done(graph: TaskGraph, records: Mapping[str, TaskRecord], root: str) -> set[int]:
-    """Tasks checkpointed as succeeded whose output is still where it belongs."""
+    """Tasks checkpointed as succeeded whose output (if they produced one) is still where it belongs."""
     done: set[int] = set()
     for task, name in enumerate(graph.names):
         record = records.get(name)
         if record is None or record.state is not TaskState.SUCCEEDED:
+            continue
+        if record.output_path is None:
+            done.add(task)  # it returned None: there is no file to look for
             continue
         stage = graph.stage_of(name).name
         if os.path.exists(task_output_path(root, graph.pipeline, stage, graph.partition_keys[task])):
@@ -201,49 +215,49 @@ def _plan(graph: TaskGraph, selected: set[int], done: set[int], *, plan_upstream
 # -- running ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Outcome:
-    task: int
-    ok: bool
-    error: str | None = None
-    reads: tuple[Read, ...] = ()
-
-
 class _Runner:
-    """One run's execution: the coordinator (caller's thread) and the tasks (pool threads)."""
+    """One run's execution: the coordinator (caller's thread) and the tasks (pool threads, or inline)."""
 
     def __init__(
         self, *, graph: TaskGraph, state: PipelineState, run_id: int, root: str, strict: bool,
-        inject: frozenset[str], clock: Clock,
+        inject: frozenset[str], clock: Clock, without_output: set[str],
     ) -> None:
         self.graph, self.state, self.run_id, self.root = graph, state, run_id, root
         self.strict, self.inject, self.clock = strict, inject, clock
+        # Tasks whose checkpointed success has no output; only the coordinator changes it, after a commit.
+        self.without_output = without_output
 
-    def run_task(self, task: int) -> _Outcome:
-        """Every attempt at one task, until it succeeds or its retries are spent."""
-        graph = self.graph
+    def run_task(self, task: int, attempt_id: int) -> AttemptEnd:
+        """Every attempt at one task (the first already recorded as started) until one succeeds or the
+        retries are spent; returns how the last ended. A retried attempt's end and the next one's start
+        are recorded here, around the wait."""
+        graph, clock = self.graph, self.clock
         name = graph.names[task]
         stage = graph.stage_of(name)
         path = task_output_path(self.root, graph.pipeline, stage.name, graph.partition_keys[task])
-        attempt = 0
+        attempt = 1
         while True:
-            attempt += 1
-            attempt_id = self.state.start_attempt(self.run_id, name, attempt)
             if name in self.inject:
-                self.state.fail(self.run_id, attempt_id, name, DRILL)
-                return _Outcome(task=task, ok=False, error=DRILL)
-            context = TaskContext(graph=graph, task=name, root=self.root, strict=self.strict)
+                return AttemptEnd(attempt_id=attempt_id, task=name, finished_at=clock.now(), error=DRILL)
+            context = TaskContext(
+                graph=graph, task=name, root=self.root, strict=self.strict, without_output=self.without_output
+            )
             try:
-                output: Output = publish(path, stage.fn(context), task=name)
+                output = publish(path, stage.fn(context), task=name)
             except Exception as error:  # noqa: BLE001 - a stage's failure is recorded, not raised
                 message = f"{type(error).__name__}: {error}"
-                self.state.fail(self.run_id, attempt_id, name, message, context.reads)
                 if isinstance(error, ConfigurationError) or attempt > stage.retries:
-                    return _Outcome(task=task, ok=False, error=message, reads=context.reads)
-                self.clock.sleep(stage.retry_wait_s)
+                    return AttemptEnd(
+                        attempt_id=attempt_id, task=name, finished_at=clock.now(), error=message, reads=context.reads
+                    )
+                self.state.fail(self.run_id, attempt_id, name, message, context.reads)
+                clock.sleep(stage.retry_wait_s)
+                attempt += 1
+                attempt_id = self.state.start_attempt(self.run_id, name, attempt)
                 continue
-            self.state.succeed(self.run_id, attempt_id, name, output, context.reads)
-            return _Outcome(task=task, ok=True, reads=context.reads)
+            return AttemptEnd(
+                attempt_id=attempt_id, task=name, finished_at=clock.now(), output=output, reads=context.reads
+            )
 
     def execute(self, to_run: Sequence[int], *, concurrency: int, fail_fast: bool) -> dict[str, Any]:
         """Run ``to_run`` (topological order) as their upstreams succeed; returns the outcomes by kind."""
@@ -253,53 +267,87 @@ class _Runner:
         waiting = {task: sum(1 for before in graph.predecessors[task] if before in runnable) for task in to_run}
         ready = [(positions[task], task) for task in to_run if not waiting[task]]
         heapq.heapify(ready)
-        running: dict[Future[_Outcome], int] = {}
+        running: dict[Future[AttemptEnd], int] = {}
         succeeded: list[int] = []
         failed: list[int] = []
         blocked: dict[int, str] = {}
         errors: dict[str, str] = {}
         reads: list[Read] = []
+        ended: list[AttemptEnd] = []  # since the last wave was recorded
+        newly_blocked: dict[str, str] = {}
         stop = False
-        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"vardiya-{graph.pipeline}") as pool:
-            try:
-                while True:
-                    while ready and len(running) < concurrency and not stop:
-                        _, task = heapq.heappop(ready)
-                        running[pool.submit(self.run_task, task)] = task
-                    if not running:
+
+        def settle(task: int, end: AttemptEnd) -> None:
+            nonlocal stop
+            ended.append(end)
+            reads.extend(read for read in end.reads if not read.declared)
+            if end.output is not None:
+                succeeded.append(task)
+                for after in successors[task]:  # they launch in the next wave, with this checkpoint
+                    if after in waiting:
+                        waiting[after] -= 1
+                        if not waiting[after]:
+                            heapq.heappush(ready, (positions[after], after))
+                return
+            failed.append(task)
+            errors[end.task] = end.error or ""
+            for after in descendants(graph, end.task):
+                after_id = graph.task_id(after)
+                if after_id in runnable and after_id not in blocked:
+                    blocked[after_id] = newly_blocked[after] = f"upstream {end.task} failed"
+            stop = stop or fail_fast
+
+        def record_wave(launch: Sequence[int] = ()) -> list[int]:
+            attempt_ids = self.state.record(
+                self.run_id, ended=ended, blocked=newly_blocked, started=[(names[task], 1) for task in launch]
+            )
+            for end in ended:  # committed: readers may now rely on it
+                if end.output is not None and end.output.path is None:
+                    self.without_output.add(end.task)
+                elif end.output is not None:
+                    self.without_output.discard(end.task)
+            ended.clear()
+            newly_blocked.clear()
+            return attempt_ids
+
+        pool = None if concurrency == 1 else ThreadPoolExecutor(
+            max_workers=concurrency, thread_name_prefix=f"vardiya-{graph.pipeline}"
+        )
+        try:
+            while True:
+                launch: list[int] = []
+                while ready and len(running) + len(launch) < concurrency and not stop:
+                    launch.append(heapq.heappop(ready)[1])
+                attempt_ids = record_wave(launch)
+                if pool is None:
+                    if not launch:
                         break
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for future in sorted(finished, key=lambda done: positions[running[done]]):
-                        del running[future]
-                        outcome = future.result()
-                        reads.extend(read for read in outcome.reads if not read.declared)
-                        if outcome.ok:
-                            succeeded.append(outcome.task)
-                            for after in successors[outcome.task]:
-                                if after in waiting:
-                                    waiting[after] -= 1
-                                    if not waiting[after]:
-                                        heapq.heappush(ready, (positions[after], after))
-                            continue
-                        failed.append(outcome.task)
-                        errors[names[outcome.task]] = outcome.error or ""
-                        reason = f"upstream {names[outcome.task]} failed"
-                        newly = {
-                            graph.task_id(after): reason
-                            for after in descendants(graph, names[outcome.task])
-                            if graph.task_id(after) in runnable and graph.task_id(after) not in blocked
-                        }
-                        blocked.update(newly)
-                        self.state.block(self.run_id, {names[task]: why for task, why in newly.items()})
-                        stop = stop or fail_fast
-            except BaseException:
-                # Let the tasks already running finish and checkpoint; launch nothing more.
+                    settle(launch[0], self.run_task(launch[0], attempt_ids[0]))
+                    continue
+                for task, attempt_id in zip(launch, attempt_ids, strict=True):
+                    running[pool.submit(self.run_task, task, attempt_id)] = task
+                if not running:
+                    break
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in sorted(finished, key=lambda done: positions[running[done]]):
+                    settle(running.pop(future), future.result())
+        except BaseException:
+            if pool is not None:
+                # Let the tasks already running finish and checkpoint what ended; launch nothing more.
                 pool.shutdown(wait=True, cancel_futures=True)
-                raise
-        pending = [task for task in to_run if task not in blocked and task not in succeeded and task not in failed]
+                for future, task in sorted(running.items(), key=lambda item: positions[item[1]]):
+                    if not future.cancelled() and future.exception() is None:
+                        settle(task, future.result())
+            with contextlib.suppress(Exception):  # the store may be what failed; the error raised says so
+                record_wave()
+            raise
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+        done = {*succeeded, *failed, *blocked}
         return {
-            "succeeded": succeeded, "failed": failed, "blocked": list(blocked), "pending": pending,
-            "errors": errors, "reads": reads,
+            "succeeded": succeeded, "failed": failed, "blocked": list(blocked),
+            "pending": [task for task in to_run if task not in done], "errors": errors, "reads": reads,
         }
 
 
@@ -333,7 +381,12 @@ def _start(
     concurrency = _check_concurrency(concurrency, "concurrency")
     root_text = os.path.abspath(os.fspath(root))  # a resume from another directory finds the same files
     state = PipelineState(store, graph.pipeline, clock=clock)
-    done = _done(graph, state.tasks(), root_text)
+    records = state.tasks()
+    done = _done(graph, records, root_text)
+    without_output = {
+        name for name, record in records.items()
+        if record.materialized_run_id is not None and record.output_path is None
+    }
     invalidate: list[str] = []
     if rerun_task is not None:
         selected = {graph.task_id(rerun_task), *(graph.task_id(name) for name in descendants(graph, rerun_task))}
@@ -377,10 +430,11 @@ def _start(
     run_id = state.open_run(options, invalidate=invalidate)
     runner = _Runner(
         graph=graph, state=state, run_id=run_id, root=root_text, strict=strict,
-        inject=frozenset(inject_failure), clock=state.clock,
+        inject=frozenset(inject_failure), clock=state.clock, without_output=without_output,
     )
     try:
-        outcome = runner.execute(plan.to_run, concurrency=concurrency, fail_fast=fail_fast)
+        with state.holding_connection():
+            outcome = runner.execute(plan.to_run, concurrency=concurrency, fail_fast=fail_fast)
     except BaseException:
         state.close_run(run_id, RunState.INTERRUPTED)
         raise

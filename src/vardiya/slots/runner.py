@@ -27,15 +27,23 @@ from itertools import islice
 from typing import Any
 
 from ..clock import Clock, SystemClock, VirtualClock, ensure_aware
-from ..store import LedgerEntry, LedgerStatus, Store
+from ..store import LedgerStatus, Store
+from ..store.records import record_key
 from .hashing import RecordId
 from .job import RecordResult, SlotJob, TickContext
 from .scheme import Period, SlotScheme
 
 __all__ = ["ReplayReport", "TickReport", "planned_ticks", "replay", "run_tick"]
 
-#: A tick that marked at least this many records refreshes the ledger's planner statistics.
+#: A tick refreshes the ledger's planner statistics once it has marked this many records, again each
+#: time it has marked ``_ANALYZE_GROWTH`` times as many, and at its end if it marked this many.
 ANALYZE_AFTER = 10_000
+_ANALYZE_GROWTH = 4
+#: Two clock readings closer than this (by the timer) are one instant for the ledger's attempt times:
+#: the end of one record and the start of the next (see ``_Tick._run_each``).
+_ONE_INSTANT_S = 0.0001
+_DONE = LedgerStatus.DONE.value
+_FAILED = LedgerStatus.FAILED.value
 
 
 @dataclass(kw_only=True)
@@ -103,8 +111,19 @@ class ReplayReport:
         }
 
 
+def _error_text(error: BaseException) -> str:
+    return "".join(traceback.format_exception_only(error)).strip()
+
+
 class _Tick:
-    """The state of one running tick: its job, clock, deadline, ledger buffer and counts."""
+    """The state of one running tick: its job, clocks, deadline, pending ledger rows and counts.
+
+    Outcomes are kept as prepared ledger rows (``ledger.ROW_COLUMNS``), built once per record and
+    handed to ``ledger.mark_rows`` every ``flush_every`` records. A tick of a million records with a
+    no-op handler spent more time building ``LedgerEntry`` objects, re-reading clocks and converting
+    times than in the database (benchmarks/README.md), so the per-record loop (``_run_each``) keeps
+    to what every record needs: the deadline check, the handler call, its timing and one tuple.
+    """
 
     def __init__(
         self, store: Store, job: SlotJob, clock: Clock, timer: Clock, report: TickReport, deadline_at: datetime
@@ -115,83 +134,143 @@ class _Tick:
         self.timer = timer
         self.report = report
         self.deadline_at = deadline_at
-        self.pending: dict[str, list[LedgerEntry]] = {}
-        self.buffered = 0
-
-    def out_of_time(self) -> bool:
-        if self.clock.now() >= self.deadline_at:
-            self.report.deadline_hit = True
-            return True
-        return False
+        self.pending: list[tuple[Any, ...]] = []
+        # One converter for the whole tick: it remembers the text of the last second it converted.
+        self.time = store.ledger.row_times()
+        self.marked = 0
+        self.analyze_at = ANALYZE_AFTER
 
     def flush(self) -> None:
-        for period, entries in self.pending.items():
-            if entries:
-                self.store.ledger.mark(self.job.name, period, entries)
-        self.pending = {}
-        self.buffered = 0
+        """Mark the pending rows; refresh the ledger's statistics when the tick's own rows outgrew them.
 
-    def record(self, period: str, entry: LedgerEntry) -> None:
-        self.pending.setdefault(period, []).append(entry)
-        self.buffered += 1
-        if entry.status is LedgerStatus.DONE:
-            self.report.processed += 1
-        else:
-            self.report.failed += 1
-        if self.buffered >= self.job.flush_every:
-            self.flush()
+        The source's anti-join is planned from those statistics. Taken before a big tick, they say its
+        period is (nearly) empty, and on PostgreSQL a page of ids late in the tick was then planned as
+        a rescan of every row the tick had marked, for each id: the last page of a 1,000,000-record
+        tick ran for more than ten minutes. After a refresh it is an index probe per id.
+        """
+        if not self.pending:
+            return
+        self.marked += self.store.ledger.mark_rows(self.pending)
+        self.pending = []
+        if self.marked >= self.analyze_at:
+            self.store.ledger.refresh_statistics()
+            self.analyze_at = self.marked * _ANALYZE_GROWTH
 
     def run(self, records: Iterable[RecordId], period: Period, scheme: SlotScheme, slot: int, *, backfill: bool) -> int:
         """Process records until they run out or the deadline comes; returns how many were started."""
-        started = 0
-        size = self.job.batch_size or 1
-        iterator = iter(records)
-        while True:
-            if self.out_of_time():
-                break
-            batch = list(islice(iterator, size))
-            if not batch:
-                break
-            started += len(batch)
-            self._process(batch, period, scheme, slot, backfill=backfill)
-        return started
-
-    def _process(self, batch: list[RecordId], period: Period, scheme: SlotScheme, slot: int, *, backfill: bool) -> None:
+        # Every record of one run shares its context (it never says "now"), so it is built once.
         context = TickContext(
-            job=self.job.name,
-            period=period,
-            slot=slot,
-            planned_at=self.report.planned_at,
-            backfill=backfill,
+            job=self.job.name, period=period, slot=slot, planned_at=self.report.planned_at, backfill=backfill,
             attempt=1,
         )
+        if self.job.batch_size is None:
+            return self._run_each(iter(records), period.key, slot, context)
+        return self._run_batches(iter(records), period.key, slot, context)
+
+    def _run_each(self, records: Iterator[RecordId], period: str, slot: int, context: TickContext) -> int:
+        """The per-record loop: per record one handler call, one clock and two timer reads, one row.
+
+        The clock is read once between two records: that reading is when one finished (its last
+        attempt time) and when the next starts (its first attempt time and its deadline check). Only
+        when the timer says time passed since it (more than ``_ONE_INSTANT_S``: a page of ids was
+        fetched, the ledger was flushed) is the clock read again before the next record. Both times
+        are the injected clock's, the duration is the timer's, measured around the handler alone.
+        Reading and converting two times per record cost more than the rest of the loop.
+
+        A handler that returns None (the common case) takes the shortest path: a done row with
+        nothing to report.
+        """
+        job, report = self.job, self.report
+        handler, with_context = job.handler, job.handler_takes_context
+        now, monotonic, time = self.clock.now, self.timer.monotonic, self.time
+        deadline_at, flush_every, name = self.deadline_at, job.flush_every, job.name
+        pending = self.pending
+        done = failed = 0
+        # The last clock reading, its ledger form, and the timer just before it was taken.
+        read_at = now()
+        read_text = time(read_at)
+        read_mark = monotonic()
+        try:
+            for record in records:
+                begun = monotonic()
+                if begun - read_mark > _ONE_INSTANT_S:
+                    read_at = now()
+                    read_text = time(read_at)
+                if read_at >= deadline_at:
+                    report.deadline_hit = True
+                    break
+                first = read_text
+                try:
+                    outcome = handler(record, context) if with_context else handler(record)
+                except Exception as error:  # noqa: BLE001 - a handler error is an outcome, recorded in the ledger
+                    outcome = error
+                read_mark = monotonic()
+                read_at = now()  # this record's end, and the next one's start
+                read_text = time(read_at)
+                duration_ms = (read_mark - begun) * 1000
+                key = str(record) if type(record) is int else record_key(record)
+                if outcome is None:
+                    pending.append((name, period, key, slot, _DONE, 1, first, read_text, duration_ms, 0, 0, None))
+                    done += 1
+                else:
+                    row = self._row(key, period, slot, outcome, first, read_text, duration_ms)
+                    pending.append(row)
+                    if row[4] == _DONE:
+                        done += 1
+                    else:
+                        failed += 1
+                if len(pending) >= flush_every:
+                    self.flush()
+                    pending = self.pending
+        finally:  # counted as marked in the ledger (or pending for it), however the loop ends
+            report.processed += done
+            report.failed += failed
+        return done + failed
+
+    def _run_batches(self, records: Iterator[RecordId], period: str, slot: int, context: TickContext) -> int:
+        """The batch loop: the handler gets ``batch_size`` records and reports per record (see ``SlotJob``)."""
+        size = self.job.batch_size or 1
+        started = 0
+        while True:
+            batch = list(islice(records, size))
+            if not batch:
+                break
+            if self.clock.now() >= self.deadline_at:
+                self.report.deadline_hit = True
+                break
+            started += len(batch)
+            self._process_batch(batch, period, slot, context)
+        return started
+
+    def _process_batch(self, batch: list[RecordId], period: str, slot: int, context: TickContext) -> None:
         begun_at = self.clock.now()
         begun = self.timer.monotonic()
         outcomes: Mapping[Any, Any]
         try:
-            if self.job.batch_size is None:
-                outcomes = {batch[0]: self.job.call(batch[0], context)}
-            else:
-                outcomes = self.job.call(batch, context) or {}
+            outcomes = self.job.call(batch, context) or {}
         except Exception as error:  # noqa: BLE001 - a handler error is an outcome, recorded in the ledger
             outcomes = {record: error for record in batch}
-        elapsed_ms = (self.timer.monotonic() - begun) * 1000 / len(batch)
-        finished_at = self.clock.now()
+        duration_ms = (self.timer.monotonic() - begun) * 1000 / len(batch)
+        first, last = self.time(begun_at), self.time(self.clock.now())
         for record in batch:
-            outcome = outcomes.get(record)
-            if isinstance(outcome, BaseException):
-                error = "".join(traceback.format_exception_only(outcome)).strip()
-                entry = LedgerEntry(
-                    record=record, status=LedgerStatus.FAILED, started_at=begun_at, finished_at=finished_at,
-                    duration_ms=elapsed_ms, error=error, slot=slot,
-                )
+            row = self._row(record_key(record), period, slot, outcomes.get(record), first, last, duration_ms)
+            if row[4] == _FAILED:
+                self.report.failed += 1
             else:
-                result = outcome if isinstance(outcome, RecordResult) else RecordResult()
-                entry = LedgerEntry(
-                    record=record, status=LedgerStatus.DONE, started_at=begun_at, finished_at=finished_at,
-                    duration_ms=elapsed_ms, rows=result.rows, bytes=result.bytes, slot=slot,
-                )
-            self.record(period.key, entry)
+                self.report.processed += 1
+            self.pending.append(row)
+            if len(self.pending) >= self.job.flush_every:
+                self.flush()
+
+    def _row(
+        self, key: str, period: str, slot: int, outcome: Any, first: Any, last: Any, duration_ms: float
+    ) -> tuple[Any, ...]:
+        """The prepared ledger row of one outcome (times converted): an exception fails the record,
+        anything else is done."""
+        if isinstance(outcome, BaseException):
+            return (self.job.name, period, key, slot, _FAILED, 1, first, last, duration_ms, 0, 0, _error_text(outcome))
+        result = outcome if isinstance(outcome, RecordResult) else RecordResult()
+        return (self.job.name, period, key, slot, _DONE, 1, first, last, duration_ms, result.rows, result.bytes, None)
 
 
 def _backlog(

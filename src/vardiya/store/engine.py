@@ -11,7 +11,9 @@ PostgreSQL: psycopg 3, a short connect timeout so an unreachable server is repor
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +25,15 @@ from ..errors import NotAStore, StoreError, StoreUnavailable
 from .types import dumps_json
 from .url import Backend, StoreURL
 
-__all__ = ["READ_ONLY", "create_store_engine", "driver_errors", "first_line", "postgres_engine", "sqlite_engine"]
+__all__ = [
+    "READ_ONLY",
+    "DriverConnection",
+    "create_store_engine",
+    "driver_errors",
+    "first_line",
+    "postgres_engine",
+    "sqlite_engine",
+]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -44,20 +54,26 @@ def driver_errors(target: StoreURL) -> Iterator[None]:
     try:
         yield
     except sa.exc.DBAPIError as error:
-        orig = getattr(error, "orig", None)
-        message = first_line(error)
-        if target.backend is Backend.SQLITE and "file is not a database" in message:
-            raise NotAStore(
-                f"{target.path} is not a SQLite database; point --db at a vardiya store or a new file"
-            ) from error
-        if isinstance(error, sa.exc.OperationalError) and _is_connection_failure(orig, message):
-            raise StoreUnavailable(
-                f"cannot reach the store at {target.display}: {message}; check that the server runs "
-                "and --db / VARDIYA_DB is right"
-            ) from error
-        raise StoreError(f"store operation failed on {target.display}: {message}") from error
+        operational = isinstance(error, sa.exc.OperationalError)
+        raise _store_error(target, error, getattr(error, "orig", None), operational) from error
+    except sqlite3.Error as error:  # raised by a DriverConnection, which SQLAlchemy does not see
+        raise _store_error(target, error, error, isinstance(error, sqlite3.OperationalError)) from error
     except sa.exc.SQLAlchemyError as error:
         raise StoreError(f"store operation failed on {target.display}: {first_line(error)}") from error
+
+
+def _store_error(target: StoreURL, error: BaseException, orig: Any, operational: bool) -> StoreError:
+    message = first_line(error)
+    if target.backend is Backend.SQLITE and "file is not a database" in message:
+        return NotAStore(
+            f"{target.path} is not a SQLite database; point --db at a vardiya store or a new file"
+        )
+    if operational and _is_connection_failure(orig, message):
+        return StoreUnavailable(
+            f"cannot reach the store at {target.display}: {message}; check that the server runs "
+            "and --db / VARDIYA_DB is right"
+        )
+    return StoreError(f"store operation failed on {target.display}: {message}")
 
 
 def _is_connection_failure(orig: Any, message: str) -> bool:
@@ -142,6 +158,52 @@ def sqlite_engine(target: StoreURL, *, store: bool) -> Engine:
             connection.exec_driver_sql("BEGIN")
 
     return engine
+
+
+class DriverConnection:
+    """One DBAPI connection of a SQLite store, used without SQLAlchemy for the hot statements.
+
+    A transaction through SQLAlchemy (pool checkout, ``Connection``, events, result objects) costs about
+    200 µs, against about 500 µs of SQLite work for a claim of 100 items and 12 µs for a transaction on
+    the driver connection itself. The connection is made by the engine, so it has the store's pragmas
+    and functions, and is then detached from the pool. The threads of the store share it under a lock
+    (SQLite runs one writer at a time anyway). It is closed when the engine is disposed and reopened if
+    the store is used again; a forked child opens its own instead of touching its parent's.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._pid = 0
+        event.listen(engine, "engine_disposed", self._close)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A ``BEGIN IMMEDIATE`` transaction, committed when the block ends and rolled back if it raises.
+
+        The block may roll back itself; the commit at the end is then a no-op.
+        """
+        with self._lock:
+            connection = self._connection
+            if connection is None or self._pid != os.getpid():
+                proxied = self._engine.raw_connection()
+                connection = self._connection = proxied.driver_connection
+                proxied.detach()
+                self._pid = os.getpid()
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+                connection.commit()
+            finally:
+                if connection.in_transaction:
+                    connection.rollback()
+
+    def _close(self, _engine: Engine) -> None:
+        with self._lock:
+            if self._connection is not None and self._pid == os.getpid():
+                self._connection.close()
+            self._connection = None
 
 
 def _register_sqlite_functions(dbapi_connection: sqlite3.Connection) -> None:

@@ -9,37 +9,51 @@ exactly as the column types in ``types.py`` would convert them.
 SQLite reads the ready rows through ``INDEXED BY ix_work_items_ready``: without it the planner picks
 another index and sorts every ready row on each claim, and if the partial index ever stopped matching,
 SQLite would fail loudly ("no query solution") instead of quietly getting slow.
+
+On SQLite a claim is a SELECT of the ready rows followed by an UPDATE of those ids, both inside the
+claim's ``BEGIN IMMEDIATE`` (no other writer can come between them), and a completion is an UPDATE
+whose row count is checked, with ``RETURNING`` only when some item was no longer held. ``RETURNING``
+gathers its rows in a temporary table before it hands them out: for the claim benchmark's 20,000 items
+the SQLite and driver work of an ``UPDATE ... RETURNING`` claim and a ``RETURNING`` completion is
+1,093 M instructions (counted under valgrind), and 845 M this way (the raw loop's: 445 M). The id lists
+are bound as ``IN (?, ...)`` padded to a power of two, so few statement texts fill the driver's cache.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from ..clock import ensure_aware
-from .records import ItemState, WorkItem, record_key
+from .records import ItemState, WorkItem, new_work_item_parts, record_key, work_item
 from .url import Backend
 
 __all__ = ["HotSQL", "hot_sql"]
 
 _CLAIMED_COLUMNS = "id, kind, key, payload, attempts, max_attempts, run_after, created_at, last_error"
 
-_SQLITE_CLAIM = f"""
+_SQLITE_READY = f"""
+SELECT {_CLAIMED_COLUMNS} FROM work_items INDEXED BY ix_work_items_ready
+ WHERE state IN ('pending', 'failed') AND run_after <= ?{{kinds}}
+ ORDER BY run_after, id LIMIT ?
+"""
+
+_SQLITE_TAKE = """
 UPDATE work_items
    SET state = 'running', lease_owner = ?, lease_until = ?, claimed_at = ?, attempts = attempts + 1,
        updated_at = ?
- WHERE id IN (SELECT id FROM work_items INDEXED BY ix_work_items_ready
-               WHERE state IN ('pending', 'failed') AND run_after <= ?{{kinds}}
-               ORDER BY run_after, id LIMIT ?)
-RETURNING {_CLAIMED_COLUMNS}
+ WHERE id IN ({marks})
 """
 
-_POSTGRES_CLAIM = f"""
+# The columns of _CLAIMED_COLUMNS; the payload comes back as text, decoded when the WorkItem's payload
+# is first read.
+_POSTGRES_CLAIM = """
 WITH picked AS (
     SELECT id FROM work_items
-     WHERE state IN ('pending', 'failed') AND run_after <= %s{{kinds}}
+     WHERE state IN ('pending', 'failed') AND run_after <= %s{kinds}
      ORDER BY run_after, id LIMIT %s
        FOR UPDATE SKIP LOCKED
 )
@@ -48,13 +62,13 @@ UPDATE work_items AS w
        updated_at = %s
   FROM picked
  WHERE w.id = picked.id
-RETURNING {", ".join("w." + name.strip() for name in _CLAIMED_COLUMNS.split(","))}
+RETURNING w.id, w.kind, w.key, w.payload::text, w.attempts, w.max_attempts, w.run_after, w.created_at,
+          w.last_error
 """
 
 _SQLITE_COMPLETE = """
 UPDATE work_items SET state = 'succeeded', lease_until = NULL, updated_at = ?
- WHERE id IN (SELECT value FROM json_each(?)) AND state = 'running' AND lease_owner = ?
-RETURNING id
+ WHERE id IN ({marks}) AND state = 'running' AND lease_owner = ?{returning}
 """
 
 _POSTGRES_COMPLETE = """
@@ -62,6 +76,22 @@ UPDATE work_items SET state = 'succeeded', lease_until = NULL, updated_at = %s
  WHERE id = ANY(%s) AND state = 'running' AND lease_owner = %s
 RETURNING id
 """
+
+#: Most ids one SQLite statement binds (old SQLite builds allow 999 parameters).
+_SQLITE_IDS_PER_STATEMENT = 512
+
+
+def _id_chunks(ids: Sequence[int]) -> Iterator[tuple[int, tuple[int, ...]]]:
+    """``ids`` in chunks for ``IN (?, ...)``, each padded (with its last id) to a power-of-two size."""
+    for start in range(0, len(ids), _SQLITE_IDS_PER_STATEMENT):
+        chunk = tuple(ids[start : start + _SQLITE_IDS_PER_STATEMENT])
+        size = 1 << (len(chunk) - 1).bit_length()
+        yield size, chunk + (chunk[-1],) * (size - len(chunk))
+
+
+def _marks(size: int) -> str:
+    return ", ".join(["?"] * size)
+
 
 _LEDGER_COLUMNS = (
     "job", "period", "record", "slot", "status", "attempts", "first_attempt_at", "last_attempt_at",
@@ -112,11 +142,20 @@ class HotSQL:
         self._time = _sqlite_time if sqlite else _postgres_time
         marks = ", ".join(["?" if sqlite else "%s"] * len(_LEDGER_COLUMNS))
         self.ledger_upsert = _LEDGER_UPSERT.format(columns=", ".join(_LEDGER_COLUMNS), marks=marks)
-        self._claim_any = (_SQLITE_CLAIM if sqlite else _POSTGRES_CLAIM).format(kinds="")
-        self._claim_kinds = (_SQLITE_CLAIM if sqlite else _POSTGRES_CLAIM).format(
+        claim = _SQLITE_READY if sqlite else _POSTGRES_CLAIM
+        self._claim_any = claim.format(kinds="")
+        self._claim_kinds = claim.format(
             kinds=" AND kind IN (SELECT value FROM json_each(?))" if sqlite else " AND kind = ANY(%s)"
         )
-        self.complete = _SQLITE_COMPLETE if sqlite else _POSTGRES_COMPLETE
+        sizes = _id_list_sizes() if sqlite else []
+        self._take = {size: _SQLITE_TAKE.format(marks=_marks(size)) for size in sizes}
+        self._complete = {
+            (size, returning): _SQLITE_COMPLETE.format(
+                marks=_marks(size), returning="\nRETURNING id" if returning else ""
+            )
+            for size in sizes
+            for returning in (False, True)
+        }
 
     def time(self, moment: datetime | None) -> Any:
         """A timestamp as the driver takes it for a UTCDateTime column."""
@@ -125,51 +164,60 @@ class HotSQL:
     def claim(
         self, n: int, kinds: Sequence[str] | None, owner: str, now: datetime, until: datetime
     ) -> tuple[str, tuple[Any, ...]]:
-        """The claim statement and its parameters."""
+        """The PostgreSQL claim statement and its parameters (SQLite claims with ``sqlite_claim``)."""
         t_now, t_until = self._time(now), self._time(until)
-        if self.backend is Backend.SQLITE:
-            ready: tuple[Any, ...] = (t_now, json.dumps(list(kinds)), n) if kinds else (t_now, n)
-            return (self._claim_kinds if kinds else self._claim_any), (owner, t_until, t_now, t_now, *ready)
         ready = (t_now, list(kinds), n) if kinds else (t_now, n)
         return (self._claim_kinds if kinds else self._claim_any), (*ready, owner, t_until, t_now, t_now)
 
     def claimed(self, rows: Sequence[Any], owner: str, now: datetime, until: datetime) -> list[WorkItem]:
-        """WorkItems from the claim's rows; what the claim itself set is filled in, not read back."""
-        sqlite = self.backend is Backend.SQLITE
-        items = []
-        times: dict[str, datetime | None] = {}  # items enqueued together share their times: parse once
-        for row in rows:
-            item_id, kind, key, payload, attempts, max_attempts, run_after, created_at, last_error = row
-            if sqlite:
-                # A JSON column has NUMERIC affinity in SQLite: a bare number comes back as a number.
-                if payload == "null":
-                    payload = None
-                elif isinstance(payload, str):
-                    payload = json.loads(payload)
-                parsed = times.get(run_after)
-                if parsed is None:
-                    parsed = times[run_after] = _sqlite_read_time(run_after)
-                run_after = parsed
-                parsed = times.get(created_at)
-                if parsed is None:
-                    parsed = times[created_at] = _sqlite_read_time(created_at)
-                created_at = parsed
-            items.append(
-                WorkItem(
-                    id=item_id, kind=kind, key=key, payload=payload, state=ItemState.RUNNING,
-                    attempts=attempts, max_attempts=max_attempts, run_after=run_after,
-                    lease_owner=owner, lease_until=until, last_error=last_error, result=None,
-                    created_at=created_at, updated_at=now,
-                )
+        """WorkItems from the PostgreSQL claim's rows, oldest ``run_after`` first.
+
+        What the claim itself set is filled in, not read back.
+        """
+        items = [
+            work_item(
+                (item_id, kind, key, None, ItemState.RUNNING, attempts, max_attempts, run_after, owner, until,
+                 last_error, None, created_at, now),
+                payload,
             )
-        items.sort(key=lambda item: (item.run_after, item.id))
+            for item_id, kind, key, payload, attempts, max_attempts, run_after, created_at, last_error in rows
+        ]
+        items.sort(key=_run_after_and_id)
         return items
 
-    def complete_params(self, ids: Sequence[int], owner: str, now: datetime) -> tuple[Any, ...]:
-        """Parameters of the complete statement."""
-        if self.backend is Backend.SQLITE:
-            return (self._time(now), json.dumps(list(ids)), owner)
-        return (self._time(now), list(ids), owner)
+    def sqlite_claim(
+        self,
+        connection: sqlite3.Connection,
+        n: int,
+        kinds: Sequence[str] | None,
+        owner: str,
+        now: datetime,
+        until: datetime,
+    ) -> list[WorkItem]:
+        """Claim on the driver connection, inside its open ``BEGIN IMMEDIATE`` transaction."""
+        t_now = _sqlite_time(now)
+        ready = (t_now, json.dumps(list(kinds)), n) if kinds else (t_now, n)
+        rows = connection.execute(self._claim_kinds if kinds else self._claim_any, ready).fetchall()
+        if not rows:
+            return []
+        claimed = (owner, _sqlite_time(until), t_now, t_now)
+        for size, chunk in _id_chunks([row[0] for row in rows]):
+            connection.execute(self._take[size], claimed + chunk)
+        return _sqlite_claimed(rows, owner, now, until)
+
+    def complete_statements(
+        self, ids: Collection[int], owner: str, now: datetime, *, returning: bool = True
+    ) -> list[tuple[str, tuple[Any, ...]]]:
+        """The statements (with parameters) that mark the held ``ids`` succeeded.
+
+        With ``returning`` each returns the ids it changed; without (SQLite only), count the changed rows.
+        """
+        if self.backend is Backend.POSTGRESQL:
+            return [(_POSTGRES_COMPLETE, (self._time(now), list(ids), owner))]
+        t_now = _sqlite_time(now)
+        return [
+            (self._complete[size, returning], (t_now, *chunk, owner)) for size, chunk in _id_chunks(list(ids))
+        ]
 
     def ledger_rows(self, job: str, period: str, entries: Sequence[Any]) -> list[tuple[Any, ...]]:
         """Ledger rows as the upsert's parameters, sorted by record.
@@ -202,6 +250,45 @@ class HotSQL:
 
 def _record_of(row: tuple[Any, ...]) -> Any:
     return row[2]
+
+
+def _id_list_sizes() -> list[int]:
+    """The sizes ``_id_chunks`` pads to: 1, 2, 4, ... up to ``_SQLITE_IDS_PER_STATEMENT``."""
+    return [1 << power for power in range(_SQLITE_IDS_PER_STATEMENT.bit_length())]
+
+
+def _run_after_and_id(item: WorkItem) -> tuple[datetime, int]:
+    return item.run_after, item.id
+
+
+def _sqlite_claimed(rows: Sequence[Any], owner: str, now: datetime, until: datetime) -> list[WorkItem]:
+    """WorkItems from the SQLite ready rows (already in claim order), as the claim's UPDATE left them."""
+    # This loop runs once per claimed item: the WorkItem is built in place (see ``work_item``), and items
+    # enqueued together share their times, so a time is parsed only when it differs from the last one.
+    items = []
+    append = items.append
+    new, set_values, set_payload_json = new_work_item_parts()
+    running = ItemState.RUNNING
+    last_run_after = last_created_at = None
+    run_after_time = created_time = None
+    for item_id, kind, key, payload, attempts, max_attempts, run_after, created_at, last_error in rows:
+        if run_after != last_run_after:
+            run_after_time, last_run_after = _sqlite_read_time(run_after), run_after
+        if created_at != last_created_at:
+            created_time, last_created_at = _sqlite_read_time(created_at), created_at
+        item = new(WorkItem)
+        # A JSON column has NUMERIC affinity in SQLite: a bare number comes back as a number.
+        if payload.__class__ is str:
+            set_payload_json(item, payload)
+            payload = None
+        else:
+            set_payload_json(item, None)
+        set_values(item, (
+            item_id, kind, key, payload, running, attempts + 1, max_attempts, run_after_time, owner, until,
+            last_error, None, created_time, now,
+        ))
+        append(item)
+    return items
 
 
 _CACHE: dict[Backend, HotSQL] = {}

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 
 from ..clock import ensure_aware, to_seconds
 from ..errors import InvalidInput, LeaseLost
+from .engine import DriverConnection, driver_errors
 from .hot import hot_sql
 from .records import Attempt, AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
@@ -90,6 +91,8 @@ class WorkItems:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._hot = hot_sql(store.backend)
+        # SQLite claims and completions run on the driver connection (see DriverConnection).
+        self._driver = DriverConnection(store.engine) if store.backend is Backend.SQLITE else None
         self._next_reap_at: datetime | None = None
 
     # -- enqueue ------------------------------------------------------------------------------------
@@ -184,9 +187,18 @@ class WorkItems:
             return []
         now = self._store.clock.now()
         until = now + timedelta(seconds=_lease_seconds(lease))
+        reap = self._next_reap_at is None or now >= self._next_reap_at
+        if self._driver is not None:
+            # The reap runs through SQLAlchemy, in its own transaction just before the claim's.
+            if reap:
+                with self._store.transaction() as connection:
+                    self._reap(connection, now)
+                self._next_reap_at = now + timedelta(seconds=REAP_INTERVAL_S)
+            with driver_errors(self._store.target), self._driver.transaction() as driver:
+                return self._hot.sqlite_claim(driver, n, kinds, owner, now, until)
         statement, parameters = self._hot.claim(n, kinds, owner, now, until)
         with self._store.transaction() as connection:
-            if self._next_reap_at is None or now >= self._next_reap_at:
+            if reap:
                 self._reap(connection, now)
                 self._next_reap_at = now + timedelta(seconds=REAP_INTERVAL_S)
             rows = connection.exec_driver_sql(statement, parameters).fetchall()
@@ -219,25 +231,63 @@ class WorkItems:
         """Record success of many items in one transaction; returns the ids ``owner`` no longer holds."""
         if not ids:
             return set()
-        now = self._store.clock.now()
+        if self._driver is not None and not results:
+            return self._complete_on_driver(ids, owner)
         with self._store.transaction() as connection:
-            if self._store.backend is Backend.POSTGRESQL:
-                self._lock_held(connection, ids, owner)
-            if not results:
-                held = {row[0] for row in connection.exec_driver_sql(
-                    self._hot.complete, self._hot.complete_params(ids, owner, now)
-                )}
-                return set(ids) - held
-            held = set()
-            for item_id in ids:
-                row = connection.execute(
-                    sa.update(work_items)
-                    .where(self._held([item_id], owner))
-                    .values(state=ItemState.SUCCEEDED, lease_until=None, updated_at=now, result=results.get(item_id))
-                    .returning(work_items.c.id)
-                ).first()
-                if row is not None:
-                    held.add(row.id)
+            return self.complete_in(connection, ids, owner=owner, results=results)
+
+    def _complete_on_driver(self, ids: Sequence[int], owner: str) -> set[int]:
+        """``complete_many`` on SQLite: count the changed rows, and ask which only when some were lost."""
+        assert self._driver is not None
+        now = self._store.clock.now()
+        unique = set(ids)
+        with driver_errors(self._store.target):
+            with self._driver.transaction() as driver:
+                changed = 0
+                for statement, parameters in self._hot.complete_statements(unique, owner, now, returning=False):
+                    changed += driver.execute(statement, parameters).rowcount
+                if changed == len(unique):
+                    return set()
+                driver.rollback()  # some items were no longer held: undo, and redo learning which
+            with self._driver.transaction() as driver:
+                held = {
+                    row[0]
+                    for statement, parameters in self._hot.complete_statements(unique, owner, now)
+                    for row in driver.execute(statement, parameters)
+                }
+        return unique - held
+
+    def complete_in(
+        self,
+        connection: sa.Connection,
+        ids: Sequence[int],
+        *,
+        owner: str,
+        results: Mapping[int, Any] | None = None,
+    ) -> set[int]:
+        """``complete_many`` inside the caller's transaction (so more can commit with it)."""
+        if not ids:
+            return set()
+        now = self._store.clock.now()
+        if self._store.backend is Backend.POSTGRESQL:
+            self._lock_held(connection, ids, owner)
+        if not results:
+            held = {
+                row[0]
+                for statement, parameters in self._hot.complete_statements(set(ids), owner, now)
+                for row in connection.exec_driver_sql(statement, parameters)
+            }
+            return set(ids) - held
+        held = set()
+        for item_id in ids:
+            row = connection.execute(
+                sa.update(work_items)
+                .where(self._held([item_id], owner))
+                .values(state=ItemState.SUCCEEDED, lease_until=None, updated_at=now, result=results.get(item_id))
+                .returning(work_items.c.id)
+            ).first()
+            if row is not None:
+                held.add(row.id)
         return set(ids) - held
 
     def fail(
@@ -373,20 +423,48 @@ class WorkItems:
 
     # -- dead items ---------------------------------------------------------------------------------
 
-    def redrive(self, ids: Sequence[int], *, max_attempts: int | None = None) -> int:
-        """Make dead items ready again with a fresh set of attempts; their history is kept."""
+    def redrive(
+        self, ids: Sequence[int], *, max_attempts: int | None = None, spacing_s: float = 0.0
+    ) -> int:
+        """Make dead items ready again with a fresh set of attempts; their history is kept.
+
+        ``spacing_s`` spreads them out (a rate limit): the k-th item, in id order, becomes ready
+        ``k * spacing_s`` seconds from now.
+        """
         if max_attempts is not None:
             _check_max_attempts(max_attempts)
+        if isinstance(spacing_s, bool) or not isinstance(spacing_s, int | float) or spacing_s < 0:
+            raise InvalidInput(f"redrive spacing must be 0 or more seconds, got {spacing_s!r}")
         now = self._store.clock.now()
         c = work_items.c
-        values: dict[str, Any] = {"state": ItemState.PENDING, "attempts": 0, "run_after": now, "updated_at": now}
+        values: dict[str, Any] = {"state": ItemState.PENDING, "attempts": 0, "updated_at": now}
         if max_attempts is not None:
             values["max_attempts"] = max_attempts
+        ordered = sorted(set(ids))
+        if not ordered:
+            return 0
+        statement = (
+            sa.update(work_items)
+            .where(c.id == sa.bindparam("b_id"), c.state == ItemState.DEAD)
+            .values({**values, "run_after": sa.bindparam("b_run_after", type_=UTCDateTime())})
+        )
         with self._store.transaction() as connection:
-            result = connection.execute(
-                sa.update(work_items).where(c.id.in_(list(ids)), c.state == ItemState.DEAD).values(values)
-            )
-            return result.rowcount
+            # Only dead items are redriven; find (and on PostgreSQL lock) them first, since an
+            # executemany cannot say how many rows it changed on every driver.
+            dead: list[int] = []
+            for start in range(0, len(ordered), 1_000):
+                query = sa.select(c.id).where(
+                    c.id.in_(ordered[start : start + 1_000]), c.state == ItemState.DEAD
+                ).order_by(c.id)
+                if self._store.backend is Backend.POSTGRESQL:
+                    query = query.with_for_update()
+                dead.extend(connection.execute(query).scalars())
+            for start in range(0, len(dead), 1_000):
+                connection.execute(statement, [
+                    {"b_id": item_id, "b_run_after": now + timedelta(seconds=spacing_s * (start + k))}
+                    for k, item_id in enumerate(dead[start : start + 1_000])
+                ])
+            return len(dead)
 
     def purge(self, ids: Sequence[int]) -> int:
         """Delete dead items (with their history); other states are left alone."""

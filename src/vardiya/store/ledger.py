@@ -3,16 +3,24 @@
 ``done`` is sticky: a later ``failed`` mark for a record that is already done does not undo it (two runs
 that raced on one record cannot turn a success into a failure). A deliberate rerun calls ``reset`` first.
 Attempts add up over marks, so the row tells how many tries a record took.
+
+Two ways in: ``mark`` takes ``LedgerEntry`` values; ``mark_rows`` takes *prepared rows*, plain tuples
+already in the upsert's parameter order (``ROW_COLUMNS``) with their times converted by ``row_times``.
+The tick runner marks every record of a tick, and building an entry object per record and converting
+it again per chunk cost it more than the database did (benchmarks/README.md, "Where a tick's time
+goes"); it builds each prepared row once instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime, timedelta, timezone
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from .hot import hot_sql
+from .hot import _LEDGER_COLUMNS, HotSQL, hot_sql
 from .records import LedgerEntry, LedgerRow, LedgerStatus, record_key
 from .schema import ledger
 from .url import Backend
@@ -20,11 +28,61 @@ from .url import Backend
 if TYPE_CHECKING:
     from .api import Store
 
-__all__ = ["Ledger"]
+__all__ = ["ROW_COLUMNS", "Ledger"]
 
 #: Records per transaction for bulk marks and per IN-list for lookups.
 CHUNK_SIZE = 1_000
 _DONE = LedgerStatus.DONE.value
+
+#: The fields of a prepared row, in order: the parameters of the upsert in ``hot.py``.
+ROW_COLUMNS = (
+    "job", "period", "record", "slot", "status", "attempts", "first_attempt_at", "last_attempt_at",
+    "duration_ms", "rows", "bytes", "error",
+)
+if _LEDGER_COLUMNS != ROW_COLUMNS:  # the runner builds rows in this order; a silent mismatch would corrupt them
+    raise ImportError(f"hot.py's ledger upsert takes {_LEDGER_COLUMNS}; update ledger.ROW_COLUMNS and its callers")
+
+#: Rows are upserted in primary-key order (see ``mark_rows``).
+_PRIMARY_KEY = itemgetter(0, 1, 2)
+_UTC = timezone.utc
+_SECOND = timedelta(seconds=1)
+
+
+def _time_converter(hot: HotSQL) -> Callable[[datetime], Any]:
+    """``hot.time`` for a run of timestamps, with the text of each UTC second formatted once.
+
+    A tick takes two timestamps per record, all distinct, and formatting a datetime field by field
+    (``hot.time``) cost more than the rest of the record's row. Consecutive timestamps almost always
+    fall in the same second, so the converter keeps the text of the last second it formatted (up to
+    the microseconds) and only appends the microseconds while timestamps stay in it. The text comes
+    from ``hot.time`` itself; should its format ever stop ending in six microsecond digits, this falls
+    back to calling it for every timestamp.
+    """
+    slow = hot.time
+    if hot.backend is not Backend.SQLITE:
+        # The driver takes the datetime itself; only a non-UTC (or a naive, rejected) one needs hot.time.
+        return lambda moment: moment if moment.tzinfo is _UTC else slow(moment)
+    probe = datetime(2001, 2, 3, 4, 5, 6, 789012, tzinfo=_UTC)
+    if not str(slow(probe)).endswith(".789012"):
+        return slow
+    low = high = probe  # the second whose text is ``prefix``: [low, high); empty until the first call
+    prefix = ""
+
+    def convert(moment: datetime) -> Any:
+        nonlocal low, high, prefix
+        # Only UTC: microseconds of another zone's time are not those of its UTC text if the offset
+        # has a fraction of a second (rare, but a datetime allows it); a naive one must fail in slow.
+        if moment.tzinfo is _UTC:
+            if low <= moment < high:
+                return prefix + "%06d" % moment.microsecond
+            text: str = slow(moment)
+            low = moment.replace(microsecond=0)
+            high = low + _SECOND
+            prefix = text[:-6]
+            return text
+        return slow(moment)
+
+    return convert
 
 
 def _row(row: sa.Row[Any]) -> LedgerRow:
@@ -61,6 +119,7 @@ class Ledger:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._hot = hot_sql(store.backend)
+        self._generic_plans = store.backend is Backend.POSTGRESQL
 
     def mark(self, job: str, period: str, entries: Iterable[LedgerEntry], *, chunk_size: int = CHUNK_SIZE) -> int:
         """Record outcomes for many records, one transaction per chunk; returns how many were marked.
@@ -70,18 +129,49 @@ class Ledger:
         marked = 0
         hot = self._hot
         for chunk in _chunks(entries, chunk_size):
-            rows = hot.ledger_rows(job, period, chunk)
-            with self._store.transaction() as connection:
-                connection.exec_driver_sql(hot.ledger_upsert, rows)
-            marked += len(rows)
+            marked += self._upsert(hot.ledger_rows(job, period, chunk))
         return marked
+
+    def row_times(self) -> Callable[[datetime], Any]:
+        """A converter of timestamps to what a prepared row holds for them (``hot.time``, made fast).
+
+        Keep one for a run of many rows: it remembers the text of the last second it converted.
+        A naive datetime is rejected, as everywhere in the store.
+        """
+        return _time_converter(self._hot)
+
+    def mark_rows(self, rows: list[tuple[Any, ...]], *, chunk_size: int = CHUNK_SIZE) -> int:
+        """Record prepared rows (``ROW_COLUMNS``, times from ``row_times``), one transaction per chunk.
+
+        The same upsert as ``mark``, without building entries. ``rows`` is sorted in place into
+        primary-key order: concurrent marks of overlapping records then take their row locks in one
+        order, so they wait for each other instead of deadlocking on PostgreSQL.
+        """
+        rows.sort(key=_PRIMARY_KEY)
+        if len(rows) <= chunk_size:
+            return self._upsert(rows) if rows else 0
+        return sum(self._upsert(rows[at : at + chunk_size]) for at in range(0, len(rows), chunk_size))
+
+    def _upsert(self, rows: Sequence[tuple[Any, ...]]) -> int:
+        """One transaction of the ledger upsert over sorted prepared rows.
+
+        PostgreSQL sessions force custom plans (``store/engine.py``), which the slot sources' anti-join
+        needs; the upsert's plan never depends on its values, and planning it afresh for every row
+        took a third of its time (13k against 22k rows/s). So its transaction uses the generic plan.
+        """
+        with self._store.transaction() as connection:
+            if self._generic_plans:
+                connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+            connection.exec_driver_sql(self._hot.ledger_upsert, rows)
+        return len(rows)
 
     def refresh_statistics(self) -> None:
         """Let PostgreSQL's planner see the ledger's real size (``ANALYZE ledger``); a no-op on SQLite.
 
-        Autovacuum does this on its own schedule. A tick that has just marked many rows calls it, so
-        that the next tick's anti-join is planned as an index probe per id, not as a rescan of rows the
-        planner believes are not there (which made a second tick of a fresh ledger quadratic).
+        Autovacuum does this on its own schedule. A tick that has marked many rows calls it (while it
+        runs, and at its end), so that its own and the next tick's anti-join are planned as an index
+        probe per id, not as a rescan of rows the planner believes are not there (which made a second
+        tick of a fresh ledger, and the late pages of a big tick, quadratic).
         """
         if self._store.backend is not Backend.POSTGRESQL:
             return

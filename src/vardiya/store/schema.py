@@ -24,6 +24,9 @@ __all__ = [
     "pipeline_runs",
     "pipeline_task_runs",
     "pipeline_tasks",
+    "invocation_calls",
+    "stream_lanes",
+    "stream_records",
     "work_items",
 ]
 
@@ -263,3 +266,61 @@ pipeline_reads = sa.Table(
     sa.Column("declared", sa.Boolean, nullable=False),
 )
 
+
+
+# -- invocation models ------------------------------------------------------------------------------
+
+# The store-backed stream: an inbox of appended records, in offset (id) order per (stream, lane). A
+# record leaves it when it is cut into a batch work item, which from then on owns it (payload, retries,
+# dead letter), so the table holds only what waits to be consumed.
+stream_records = sa.Table(
+    "stream_records",
+    metadata,
+    sa.Column("id", Identifier, primary_key=True, autoincrement=True),
+    sa.Column("stream", sa.String(200), nullable=False),
+    sa.Column("lane", sa.Integer, nullable=False),
+    sa.Column("key", sa.String(500)),
+    sa.Column("payload", JSONDocument, nullable=False),
+    sa.Column("appended_at", UTCDateTime, nullable=False),
+    sa.Index("ix_stream_records_stream", "stream", "lane", "id"),
+)
+
+# One row per lane of an ordered stream: the batch in flight (the next is cut only once it has
+# finished, which keeps order per key) and how far the lane has been cut.
+stream_lanes = sa.Table(
+    "stream_lanes",
+    metadata,
+    sa.Column("stream", sa.String(200), primary_key=True),
+    sa.Column("lane", sa.Integer, primary_key=True),
+    sa.Column(
+        "open_item",
+        Identifier,
+        sa.ForeignKey("work_items.id", ondelete="SET NULL", name="fk_stream_lanes_open_item"),
+    ),
+    sa.Column("cut_through", sa.BigInteger, nullable=False),
+)
+
+# Every handler call of an async invocation or a stream batch: what the metrics count. A successful
+# async call, the common case, is told by its item row instead (as its history is), sparing a write.
+invocation_calls = sa.Table(
+    "invocation_calls",
+    metadata,
+    sa.Column("id", Identifier, primary_key=True, autoincrement=True),
+    sa.Column("handler", sa.String(200), nullable=False),
+    sa.Column(
+        "item_id",
+        Identifier,
+        sa.ForeignKey("work_items.id", ondelete="CASCADE", name="fk_invocation_calls_item_id"),
+        nullable=False,
+    ),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=False),
+    sa.Column("ended_at", UTCDateTime, nullable=False),
+    sa.Column("busy_ms", sa.Float, nullable=False),
+    sa.Column("records", sa.Integer, nullable=False),
+    sa.Column("failed", sa.Integer, nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("error", sa.Text),
+    sa.Index("ix_invocation_calls_handler", "handler", "started_at"),
+    sa.Index("ix_invocation_calls_item_id", "item_id"),
+)

@@ -1,0 +1,264 @@
+"""``vardiya worker`` and ``vardiya invoke call|submit|append|status|metrics``: the invocation models.
+
+``worker`` runs async calls and stream batches until SIGTERM (drain, exit 0) or, with ``--until-idle``,
+until none is left. The ``invoke`` commands are the caller's side, for scripts and for trying a handler
+by hand: the payload is JSON (``--payload``) or a file of JSON lines (``--payloads``, ``-`` for stdin).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from ..app import load_app
+from ..errors import InvalidInput
+from ..invoke.invoker import Invoker
+from ..invoke.worker import Worker
+from ..times import parse_time
+from .context import Settings, emit_json, global_options, pass_settings
+
+__all__ = ["invoke", "worker"]
+
+
+@click.command()
+@global_options
+@click.option("--concurrency", type=int, default=1, show_default=True, help="Threads running handlers.")
+@click.option("--until-idle", is_flag=True, help="Exit once no async call or stream batch is left to run.")
+@click.option("--lease", type=float, default=30.0, show_default=True, help="Seconds a claim holds an item between heartbeats.")
+@click.option("--prefetch", type=int, default=100, show_default=True, help="Items claimed at a time per thread.")
+@click.option("--handler", "names", multiple=True, metavar="NAME", help="Only these handlers (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the worker's report as one JSON document.")
+@pass_settings
+def worker(
+    settings: Settings,
+    concurrency: int,
+    until_idle: bool,
+    lease: float,
+    prefetch: int,
+    names: tuple[str, ...],
+    as_json: bool,
+) -> int:
+    """Run the app's async calls and stream batches. SIGTERM drains and exits 0."""
+    app = load_app(settings.app)
+    if not app.handlers:
+        raise InvalidInput(f"app {app.name!r} declares no handlers; declare one with @app.handler(...)")
+    _log_to_stderr()
+    with settings.open_store() as store:
+        running = Worker(store, app, concurrency=concurrency, lease=lease, prefetch=prefetch, names=names or None)
+        # SIGTERM (and Ctrl-C) drain: the item in hand is finished, the rest released, exit 0.
+        previous = {number: signal.signal(number, lambda *_: running.stop()) for number in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            report = running.run(until_idle=until_idle)
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        table = Table(title=f"worker {running.owner}")
+        for name in report.to_json():
+            table.add_column(name.replace("_", " "), justify="right")
+        table.add_row(*(str(value) for value in report.to_json().values()))
+        settings.console.print(table)
+    return 0
+
+
+def _log_to_stderr() -> None:
+    """The worker's own log (dead letters, failed heartbeats) as lines on stderr; other loggers untouched."""
+    logger = logging.getLogger("vardiya")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+def _payloads(payload: str | None, payloads: str | None) -> list[Any]:
+    if (payload is None) == (payloads is None):
+        raise InvalidInput("give exactly one of --payload JSON or --payloads FILE (JSON lines, - for stdin)")
+    if payload is not None:
+        return [_json(payload, "--payload")]
+    assert payloads is not None
+    text = sys.stdin.read() if payloads == "-" else _read(payloads)
+    return [_json(line, f"line {number} of {payloads}") for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise InvalidInput(f"cannot read --payloads {path}: {error.strerror}") from None
+
+
+def _json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidInput(f"{what} is not valid JSON ({error.msg} at column {error.colno})") from None
+
+
+@click.group()
+@global_options
+def invoke() -> None:
+    """The caller's side: call (sync), submit and status (async), append (stream), metrics."""
+
+
+_payload_options = [
+    click.option("--payload", metavar="JSON", help="One record, as JSON."),
+    click.option("--payloads", metavar="FILE", help="Records as JSON lines (- for stdin)."),
+]
+
+
+def _with_payloads(command: Any) -> Any:
+    for option in reversed(_payload_options):
+        command = option(command)
+    return command
+
+
+@invoke.command("call")
+@global_options
+@click.argument("name", metavar="HANDLER")
+@click.option("--payload", metavar="JSON", required=True, help="The record, as JSON.")
+@click.option("--key", default=None, help="Dedup key (else the handler's key function).")
+@pass_settings
+def call_command(settings: Settings, name: str, payload: str, key: str | None) -> int:
+    """Call HANDLER now (sync) and print its result; its error exits 1 after the caller's retries."""
+    app = load_app(settings.app)
+    app.get_handler(name)
+    record = _json(payload, "--payload")
+    with settings.open_store() as store:
+        try:
+            result = Invoker(store, app).call(name, record, key=key)
+        except Exception as error:  # noqa: BLE001 - the handler's error reaches the caller: exit 1
+            if isinstance(error, InvalidInput):
+                raise
+            click.echo(f"vardiya: {name} failed: {type(error).__name__}: {error}", err=True)
+            return 1
+    emit_json({"handler": name, "result": result})
+    return 0
+
+
+def _store_records(
+    settings: Settings, name: str, payload: str | None, payloads: str | None, key: str | None, *, stream: bool
+) -> list[int]:
+    """Submit (async) or append (stream) the records; the handler is checked before the store is opened."""
+    app = load_app(settings.app)
+    app.get_handler(name)
+    records = _payloads(payload, payloads)
+    keys = [key] * len(records) if key else None
+    with settings.open_store() as store:
+        invoker = Invoker(store, app)
+        if stream:
+            return invoker.append_many(name, records, keys=keys)
+        return [handle.id for handle in invoker.submit_many(name, records, keys=keys)]
+
+
+@invoke.command("submit")
+@global_options
+@click.argument("name", metavar="HANDLER")
+@_with_payloads
+@click.option("--key", default=None, help="Dedup key for a single --payload.")
+@click.option("--json", "as_json", is_flag=True, help="Print the handles as one JSON document.")
+@pass_settings
+def submit_command(
+    settings: Settings, name: str, payload: str | None, payloads: str | None, key: str | None, as_json: bool
+) -> int:
+    """Store async calls of HANDLER; prints their handles (a worker runs them)."""
+    ids = _store_records(settings, name, payload, payloads, key, stream=False)
+    if as_json:
+        emit_json({"handler": name, "handles": ids})
+    else:
+        settings.console.print(f"submitted {len(ids)} call(s) of {name}" + (f": handles {ids[0]}..{ids[-1]}" if ids else ""))
+    return 0
+
+
+@invoke.command("append")
+@global_options
+@click.argument("name", metavar="HANDLER")
+@_with_payloads
+@click.option("--key", default=None, help="Order key (records of one key are consumed in order).")
+@click.option("--json", "as_json", is_flag=True, help="Print the offsets as one JSON document.")
+@pass_settings
+def append_command(
+    settings: Settings, name: str, payload: str | None, payloads: str | None, key: str | None, as_json: bool
+) -> int:
+    """Append records to HANDLER's stream; prints their offsets."""
+    offsets = _store_records(settings, name, payload, payloads, key, stream=True)
+    if as_json:
+        emit_json({"handler": name, "offsets": offsets})
+    else:
+        settings.console.print(f"appended {len(offsets)} record(s) to {name}" + (f": offsets {offsets[0]}..{offsets[-1]}" if offsets else ""))
+    return 0
+
+
+@invoke.command("status")
+@global_options
+@click.argument("handle", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_settings
+def status_command(settings: Settings, handle: int, as_json: bool) -> int:
+    """Where the async call HANDLE stands: state, attempts, result or error, history."""
+    with settings.open_store() as store:
+        status = Invoker(store, {}).status(handle)
+    document = {
+        "id": status.id,
+        "handler": status.handler,
+        "state": status.state.value,
+        "attempts": status.attempts,
+        "max_attempts": status.max_attempts,
+        "result": status.result,
+        "error": status.error,
+        "history": [
+            {"attempt": a.attempt, "outcome": a.outcome.value, "error": a.error, "ended_at": a.ended_at.isoformat()}
+            for a in status.history
+        ],
+    }
+    if as_json:
+        emit_json(document)
+    else:
+        settings.console.print(
+            f"call {status.id} of {status.handler}: {status.state.value} after {status.attempts}/{status.max_attempts} attempt(s)"
+            + (f"; last error: {status.error}" if status.error else "")
+        )
+    return 0
+
+
+@invoke.command("metrics")
+@global_options
+@click.argument("name", metavar="HANDLER")
+@click.option("--model", type=click.Choice(["async", "stream"]), default=None, help="Which of its work (default: its model).")
+@click.option("--since", metavar="TIME", default=None, help="Only work that arrived at or after TIME (ISO 8601, UTC if naive): one run.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_settings
+def metrics_command(settings: Settings, name: str, model: str | None, since: str | None, as_json: bool) -> int:
+    """The metrics of HANDLER's async or stream work in the store (a run: --since)."""
+    app = load_app(settings.app)
+    handler = app.get_handler(name)
+    from ..invoke.handlers import Model
+    from ..invoke.metrics import store_metrics
+
+    if model is None and handler.model is Model.SYNC:
+        raise InvalidInput(f"handler {name!r} is sync, which leaves no metrics in the store; pass --model async or stream")
+    start = parse_time(since, tz="UTC", what="--since") if since else None
+    with settings.open_store() as store:
+        figures = store_metrics(store, handler.with_model(model) if model else handler, since=start)
+    document = figures.to_json()
+    if as_json:
+        emit_json(document)
+    else:
+        table = Table(title=f"{name} ({document['model']})")
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for key, value in document.items():
+            if key not in ("handler", "model"):
+                table.add_row(key, f"{value:,.1f}" if isinstance(value, float) else str(value))
+        settings.console.print(table)
+    return 0

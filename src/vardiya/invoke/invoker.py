@@ -1,0 +1,268 @@
+"""The caller's side of the three models: call (sync), submit and status (async), append (stream).
+
+    invoker = Invoker(store, app)
+    invoker.call("validate", reading)            # sync: waits, retries as the caller, raises the error
+    handle = invoker.submit("validate", reading) # async: returns once the request is stored
+    invoker.status(handle)                       # state, attempts, result or error, history
+    invoker.append("validate", reading)          # stream: returns the record's offset
+    invoker.invoke("validate", reading)          # whichever model the handler is configured with
+
+Async and stream work is done by workers (``vardiya worker``, ``Worker``); a sync call runs here, in
+the caller's thread, and leaves nothing in the store unless the handler has dedup keys.
+"""
+
+from __future__ import annotations
+
+import difflib
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..clock import Clock, SystemClock
+from ..errors import ConfigurationError, InvalidInput
+from ..store.records import Attempt, ItemState
+from ..store.streams import Streams, notify
+from ..store.types import dumps_json
+from .execute import BatchRecord, run_attempt
+from .gate import StoreGate
+from .handlers import Handler, Model
+from .metrics import Metrics, Prices, Tally, store_metrics
+
+if TYPE_CHECKING:
+    from ..store.api import Store
+
+__all__ = ["CallStatus", "Handle", "Invoker", "find_handler"]
+
+
+def find_handler(handlers: Mapping[str, Handler], name: str) -> Handler:
+    """The handler called ``name``; a one-line error names the close match and the known ones."""
+    found = handlers.get(name)
+    if found is not None:
+        return found
+    known = ", ".join(sorted(handlers)) or "none"
+    close = difflib.get_close_matches(name, list(handlers), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ConfigurationError(f"unknown handler {name!r}{hint}; the app's handlers: {known}")
+
+
+def handlers_of(source: Any) -> dict[str, Handler]:
+    """Handlers from an ``App`` (its ``handlers``), a mapping, or an iterable of ``Handler``."""
+    if hasattr(source, "handlers"):
+        source = source.handlers
+    if isinstance(source, Mapping):
+        return dict(source)
+    return {handler.name: handler for handler in source}
+
+
+def check_record(handler: str, record: Any) -> None:
+    try:
+        dumps_json(record)
+    except (TypeError, ValueError) as error:
+        raise InvalidInput(
+            f"the payload for handler {handler!r} does not serialise to JSON ({error}); "
+            "pass dicts, lists, strings, numbers, booleans or None"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Handle:
+    """What an async submit returns: the id of the stored request."""
+
+    id: int
+    handler: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallStatus:
+    """Where an async invocation stands."""
+
+    id: int
+    handler: str
+    state: ItemState
+    attempts: int
+    max_attempts: int
+    result: Any
+    error: str | None
+    history: list[Attempt]
+
+
+class Invoker:
+    """Invoke an app's handlers under their models; keeps the caller-side tally (waits, sync calls)."""
+
+    def __init__(self, store: Store | None, handlers: Any, *, clock: Clock | None = None) -> None:
+        self.store = store
+        self.handlers = handlers_of(handlers)
+        self.clock = clock or (store.clock if store is not None else SystemClock())
+        self._tallies: dict[str, Tally] = {}
+        self._waits: dict[str, list[float]] = {}
+
+    def handler(self, name: str) -> Handler:
+        return find_handler(self.handlers, name)
+
+    def _store(self, what: str) -> Store:
+        if self.store is None:
+            raise ConfigurationError(f"{what} needs a store; give the Invoker one (open_store(...))")
+        return self.store
+
+    def _wait(self, name: str, began: float, records: int) -> None:
+        """Record the caller's wait: a bulk submit or append shares its time among its records."""
+        each = (self.clock.monotonic() - began) * 1000.0 / max(1, records)
+        self._waits.setdefault(name, []).extend([each] * records)
+
+    # -- sync ---------------------------------------------------------------------------------------
+
+    def call(self, name: str, record: Any, *, key: str | None = None) -> Any:
+        """Run the handler now and return its result; the caller's retries apply; errors are raised.
+
+        With dedup, a record whose key already succeeded within the window returns the stored result
+        without running the handler.
+        """
+        handler = self.handler(name).with_model(Model.SYNC)
+        check_record(name, record)
+        began = self.clock.monotonic()
+        tally = self._tallies.setdefault(name, Tally())
+        tally.unique += 1
+        dedup_key = handler.dedup.key_of(record, key) if handler.dedup else None
+        gate = StoreGate(self.store, handler, None) if self.store is not None else None
+        entry = BatchRecord(offset=0, key=key, record=record, arrived_ms=0, dedup_key=dedup_key)
+        call = 1
+        try:
+            while True:
+                outcome = run_attempt(handler, [entry], clock=self.clock, gate=gate)
+                tally.add_calls(outcome.calls)
+                if outcome.skipped:
+                    return outcome.skipped[0][1]
+                if outcome.done:
+                    return outcome.succeeded[0][1]
+                delay = handler.caller_retry.delay_after(call)
+                if delay is None:
+                    tally.caller_errors += 1
+                    raise outcome.exceptions.get(0) or RuntimeError(outcome.errors.get(0, "failed"))
+                self.clock.sleep(delay)
+                call += 1
+        finally:
+            if tally.waits is not None:
+                tally.waits.append((self.clock.monotonic() - began) * 1000.0)
+
+    # -- async --------------------------------------------------------------------------------------
+
+    def submit(self, name: str, record: Any, *, key: str | None = None) -> Handle:
+        """Store the request and return its handle; a worker runs it (the engine owns the retries).
+
+        ``key`` is the idempotency key for dedup (else the handler's dedup key function, if any).
+        """
+        return self.submit_many(name, [record], keys=[key])[0]
+
+    def submit_many(
+        self, name: str, records: Iterable[Any], *, keys: Iterable[str | None] | None = None
+    ) -> list[Handle]:
+        """Store many requests in one go (each checked before any is stored); their handles, in order."""
+        handler = self.handler(name)
+        store = self._store("submit")
+        began = self.clock.monotonic()
+        records = list(records)
+        given = list(keys) if keys is not None else [None] * len(records)
+        if len(given) != len(records):
+            raise InvalidInput(f"submit_many got {len(records)} records but {len(given)} keys")
+        payloads = []
+        for record, key in zip(records, given, strict=True):
+            check_record(name, record)
+            payload: dict[str, Any] = {"record": record}
+            if handler.dedup is not None:
+                payload["dedup_key"] = handler.dedup.key_of(record, key)
+            elif key is not None:
+                payload["dedup_key"] = str(key)
+            payloads.append((uuid.uuid4().hex, payload))
+        kind = handler.call_kind
+        store.items.enqueue_many(kind, payloads, max_attempts=handler.retry.max_attempts)
+        with store.transaction() as connection:
+            notify(connection, store.backend, kind)
+        handles = self._handles(store, kind, [item_key for item_key, _ in payloads])
+        self._wait(name, began, len(records))
+        return handles
+
+    @staticmethod
+    def _handles(store: Store, kind: str, item_keys: list[str]) -> list[Handle]:
+        import sqlalchemy as sa
+
+        from ..store.schema import work_items
+
+        c = work_items.c
+        ids: dict[str, int] = {}
+        with store.reading() as connection:
+            for start in range(0, len(item_keys), 1_000):
+                chunk = item_keys[start : start + 1_000]
+                ids.update(connection.execute(sa.select(c.key, c.id).where(c.kind == kind, c.key.in_(chunk))).all())
+        name = kind.split(":", 1)[1]
+        return [Handle(ids[item_key], name) for item_key in item_keys]
+
+    def status(self, handle: Handle | int) -> CallStatus:
+        """Where an async invocation stands, with its attempt history; an unknown handle is an error."""
+        store = self._store("status")
+        item_id = handle.id if isinstance(handle, Handle) else handle
+        item = store.items.get(item_id)
+        if item is None or not item.kind.startswith("call:"):
+            raise InvalidInput(f"no async invocation has handle {item_id}; handles come from submit()")
+        return CallStatus(
+            id=item.id,
+            handler=item.kind.split(":", 1)[1],
+            state=item.state,
+            attempts=item.attempts,
+            max_attempts=item.max_attempts,
+            result=item.result,
+            error=item.last_error,
+            history=store.items.history(item.id),
+        )
+
+    # -- stream -------------------------------------------------------------------------------------
+
+    def append(self, name: str, record: Any, *, key: str | None = None) -> int:
+        """Append a record to the handler's stream; returns its offset. ``key`` keeps order per key."""
+        return self.append_many(name, [record], keys=[key])[0]
+
+    def append_many(
+        self, name: str, records: Iterable[Any], *, keys: Iterable[str | None] | None = None
+    ) -> list[int]:
+        """Append records in order (each checked before any is stored); returns their offsets."""
+        handler = self.handler(name)
+        store = self._store("append")
+        began = self.clock.monotonic()
+        records = list(records)
+        given = list(keys) if keys is not None else [None] * len(records)
+        if len(given) != len(records):
+            raise InvalidInput(f"append_many got {len(records)} records but {len(given)} keys")
+        for record in records:
+            check_record(name, record)
+        offsets = Streams(store).append_many(
+            handler.name,
+            list(zip(given, records, strict=True)),
+            lanes=handler.lanes if handler.ordered else 1,
+            kind=handler.batch_kind,
+        )
+        self._wait(name, began, len(records))
+        return offsets
+
+    # -- per configuration --------------------------------------------------------------------------
+
+    def invoke(self, name: str, record: Any, *, key: str | None = None) -> Any:
+        """Invoke under the handler's configured model: a result (sync), a handle (async), an offset."""
+        model = self.handler(name).model
+        if model is Model.SYNC:
+            return self.call(name, record, key=key)
+        if model is Model.ASYNC:
+            return self.submit(name, record, key=key)
+        return self.append(name, record, key=key)
+
+    # -- metrics ------------------------------------------------------------------------------------
+
+    def metrics(self, name: str, *, model: Model | str | None = None, prices: Prices | None = None) -> Metrics:
+        """This run's metrics for a handler: the sync tally, or the store's figures for async/stream."""
+        handler = self.handler(name)
+        if model is not None:
+            handler = handler.with_model(model)
+        if handler.model is Model.SYNC:
+            return self._tallies.get(name, Tally()).metrics(handler, prices)
+        waits = self._waits.get(name)
+        wait = sum(waits) / len(waits) if waits else None
+        return store_metrics(self._store("metrics"), handler, prices=prices, caller_wait_ms=wait)

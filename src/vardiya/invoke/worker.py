@@ -1,0 +1,393 @@
+"""The worker: claims async calls and stream batches, runs them, records every outcome.
+
+A worker is ``concurrency`` threads, each claiming up to ``prefetch`` items at a time with a lease, and
+one heartbeat thread that keeps those leases alive. What it guarantees:
+
+- A worker killed with SIGKILL loses nothing: its heartbeats stop, its leases run out, another worker
+  reclaims the items, and the crash counts as an attempt (an item that crashes every worker ends dead).
+- ``stop()`` (SIGTERM in ``vardiya worker``) drains: no new claims, the item in hand is finished, the
+  claimed items not yet started are released unattempted, and ``run`` returns.
+- Retries belong to the engine: a failed attempt is retried after the handler's wait while attempts
+  are left, else the item is dead-lettered with its history, and the ``on_failure`` hook and the
+  ``vardiya.worker`` log both say so: an error is never invisible.
+- Idle, it waits for work: on PostgreSQL a ``LISTEN`` wakes it the moment something is enqueued or
+  appended; on SQLite it polls, backing off from ``poll_min`` to ``poll_max``.
+
+The stream consumer lives here too: a worker with nothing to claim cuts waiting stream records into
+batches (``Streams.cut``), which any worker then claims like every other item.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from ..clock import Clock, SystemClock
+from ..store.invocations import CallRow, Invocations
+from ..store.records import ItemState, WorkItem
+from ..store.schema import stream_records, work_items
+from ..store.streams import Streams, epoch_ms
+from .execute import AttemptOutcome, BatchRecord, end_of_attempt, run_attempt
+from .gate import StoreGate, storable
+from .handlers import CALL_PREFIX, Handler, Model
+from .invoker import handlers_of
+from .wake import Waker, waker_for
+
+if TYPE_CHECKING:
+    from ..store.api import Store
+
+__all__ = ["Worker", "WorkerReport"]
+
+log = logging.getLogger("vardiya.worker")
+
+
+@dataclass
+class WorkerReport:
+    """What a worker did in one ``run``."""
+
+    items: int = 0
+    succeeded: int = 0
+    retried: int = 0
+    dead: int = 0
+    released: int = 0
+    lost: int = 0
+    calls: int = 0
+    records: int = 0
+    batches_cut: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+class Worker:
+    """Runs the async and stream work of an app's handlers from one store."""
+
+    def __init__(
+        self,
+        store: Store,
+        handlers: Any,
+        *,
+        concurrency: int = 1,
+        lease: float = 30.0,
+        prefetch: int = 100,
+        owner: str | None = None,
+        poll_min: float = 0.01,
+        poll_max: float = 1.0,
+        heartbeat: bool = True,
+        names: Sequence[str] | None = None,
+    ) -> None:
+        from ..errors import InvalidInput
+
+        for name, value, low in (("concurrency", concurrency, 1), ("prefetch", prefetch, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InvalidInput(f"{name} must be a whole number of at least {low}, got {value!r}")
+        if not isinstance(lease, int | float) or lease <= 0:
+            raise InvalidInput(f"a lease must be more than 0 seconds, got {lease!r}")
+        self.store = store
+        self.clock: Clock = store.clock
+        all_handlers = handlers_of(handlers)
+        if names:
+            from .invoker import find_handler
+
+            all_handlers = {name: find_handler(all_handlers, name) for name in names}
+        self.handlers = all_handlers
+        self._by_kind: dict[str, Handler] = {}
+        for handler in all_handlers.values():
+            self._by_kind[handler.call_kind] = handler.with_model(Model.ASYNC)
+            self._by_kind[handler.batch_kind] = handler.with_model(Model.STREAM)
+        self.streams = [handler for handler in all_handlers.values() if handler.model is Model.STREAM]
+        self.kinds = sorted(self._by_kind)
+        self.concurrency = concurrency
+        self.lease = float(lease)
+        self.prefetch = prefetch
+        self.owner = owner or f"worker-{uuid.uuid4().hex[:12]}"
+        self.poll_min = poll_min
+        self.poll_max = poll_max
+        self._heartbeat = heartbeat
+        self._stop = threading.Event()
+        self._held: set[int] = set()
+        self._held_lock = threading.Lock()
+        self._report = WorkerReport()
+        self._report_lock = threading.Lock()
+        self._invocations = Invocations(store)
+        self._streams = Streams(store)
+
+    # -- control ------------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Drain: finish the item in hand, release the rest, claim nothing more."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def run(self, *, until_idle: bool = False) -> WorkerReport:
+        """Work until ``stop()`` (or, with ``until_idle``, until no work of its handlers is left)."""
+        beat = None
+        if self._heartbeat:
+            beat = threading.Thread(target=self._beat, name=f"{self.owner}-heartbeat", daemon=True)
+            beat.start()
+        try:
+            if self.concurrency == 1:
+                self._loop(until_idle)
+            else:
+                threads = [
+                    threading.Thread(target=self._loop, args=(until_idle,), name=f"{self.owner}-{n}", daemon=True)
+                    for n in range(self.concurrency)
+                ]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+        finally:
+            self._stop.set()
+            if beat is not None:
+                beat.join(timeout=5)
+        return self._report
+
+    # -- the loop -----------------------------------------------------------------------------------
+
+    def _loop(self, until_idle: bool) -> None:
+        waker = waker_for(self.store, self.poll_min, self.poll_max)
+        try:
+            while not self._stop.is_set():
+                if self.streams:
+                    self._cut(flush=False)
+                items = self.store.items.claim(self.prefetch, owner=self.owner, lease=self.lease, kinds=self.kinds)
+                if items:
+                    waker.reset()
+                    self._work(items)
+                    continue
+                if self.streams and self._cut(flush=until_idle):
+                    continue
+                if until_idle:
+                    next_at = self._next_due()
+                    if next_at is None:
+                        return
+                    self._sleep_until(next_at, waker)
+                else:
+                    waker.wait(self._stop)
+        finally:
+            waker.close()
+
+    def _sleep_until(self, moment: datetime, waker: Waker) -> None:
+        delay = (moment - self.clock.now()).total_seconds()
+        if delay <= 0:
+            delay = self.poll_min
+        if isinstance(self.clock, SystemClock):
+            waker.wait(self._stop, timeout=min(delay, self.poll_max))
+        else:
+            self.clock.sleep(delay)  # a virtual clock: time moves to the next due item at once
+
+    def _next_due(self) -> datetime | None:
+        """When the next item of ours can be claimed (None: nothing left at all), stream records too."""
+        c = work_items.c
+        with self.store.reading() as connection:
+            ready = connection.execute(
+                sa.select(sa.func.min(c.run_after)).where(
+                    c.kind.in_(self.kinds), c.state.in_([ItemState.PENDING, ItemState.FAILED])
+                )
+            ).scalar()
+            leased = connection.execute(
+                sa.select(sa.func.min(c.lease_until)).where(c.kind.in_(self.kinds), c.state == ItemState.RUNNING)
+            ).scalar()
+            waiting = False
+            if self.streams:
+                waiting = connection.execute(
+                    sa.select(stream_records.c.id)
+                    .where(stream_records.c.stream.in_([handler.name for handler in self.streams]))
+                    .limit(1)
+                ).first() is not None
+        moments = [moment for moment in (ready, leased) if moment is not None]
+        if moments:
+            # Records still waiting in the stream after a flushing cut are held back by their lane's
+            # batch in flight: they become due when that batch does, not before.
+            return min(moments)
+        return self.clock.now() if waiting else None
+
+    def _cut(self, *, flush: bool) -> int:
+        made = 0
+        for handler in self.streams:
+            made += self._streams.cut(
+                handler.name,
+                kind=handler.batch_kind,
+                batch_size=handler.batch_size,
+                window_s=handler.batch_window,
+                max_attempts=handler.retry.max_attempts,
+                ordered=handler.ordered,
+                lanes=handler.lanes,
+                flush=flush,
+            )
+        if made:
+            with self._report_lock:
+                self._report.batches_cut += made
+        return made
+
+    def _beat(self) -> None:
+        interval = max(0.05, self.lease / 3)
+        while not self._stop.wait(interval):
+            with self._held_lock:
+                held = sorted(self._held)
+            if held:
+                try:
+                    self.store.items.heartbeat(held, owner=self.owner, lease=self.lease)
+                except Exception:  # noqa: BLE001 - a missed beat is retried; the lease has slack
+                    log.warning("heartbeat failed for %d item(s)", len(held), exc_info=True)
+
+    # -- items --------------------------------------------------------------------------------------
+
+    def _work(self, items: list[WorkItem]) -> None:
+        with self._held_lock:
+            self._held.update(item.id for item in items)
+        successes: list[tuple[int, int, str, CallRow, Any]] = []
+        try:
+            for index, item in enumerate(items):
+                if self._stop.is_set():
+                    self._release(items[index:])
+                    break
+                handler = self._by_kind[item.kind]
+                if item.kind.startswith(CALL_PREFIX):
+                    self._call(handler, item, successes)
+                else:
+                    self._batch(handler, item, successes)
+                if len(successes) >= 100:
+                    self._complete(successes)
+        finally:
+            self._complete(successes)
+            with self._held_lock:
+                self._held.difference_update(item.id for item in items)
+
+    def _release(self, items: Sequence[WorkItem]) -> None:
+        self.store.items.release([item.id for item in items], owner=self.owner)
+        with self._report_lock:
+            self._report.released += len(items)
+
+    def _complete(self, successes: list[tuple[int, int, str, CallRow, Any]]) -> None:
+        if not successes:
+            return
+        lost = self._invocations.complete(successes, owner=self.owner)
+        with self._report_lock:
+            self._report.succeeded += len(successes) - len(lost)
+            self._report.lost += len(lost)
+        successes.clear()
+
+    def _count(self, outcome: AttemptOutcome) -> None:
+        with self._report_lock:
+            self._report.items += 1
+            self._report.calls += len(outcome.calls)
+            self._report.records += outcome.processed
+
+    def _call(
+        self, handler: Handler, item: WorkItem, successes: list[tuple[int, int, str, CallRow, Any]]
+    ) -> None:
+        payload = item.payload if isinstance(item.payload, dict) else {"record": item.payload}
+        record = BatchRecord(
+            offset=item.id,
+            key=None,
+            record=payload.get("record"),
+            arrived_ms=epoch_ms(item.created_at),
+            seen=item.attempts - 1,
+            dedup_key=payload.get("dedup_key"),
+        )
+        gate = StoreGate(self.store, handler, item.id)
+        outcome = run_attempt(handler, [record], clock=self.clock, item_id=item.id, gate=gate)
+        self._count(outcome)
+        if outcome.skipped:
+            successes.append((item.id, item.attempts, handler.name, None, outcome.skipped[0][1]))  # type: ignore[arg-type]
+            return
+        if outcome.done:
+            result = outcome.succeeded[0][1]
+            successes.append(
+                (item.id, item.attempts, handler.name, outcome.calls[0], None if result is None else storable(result))
+            )
+            return
+        self._fail(handler, item, outcome, payload=None)
+
+    def _batch(
+        self, handler: Handler, item: WorkItem, successes: list[tuple[int, int, str, CallRow, Any]]
+    ) -> None:
+        payload = dict(item.payload)
+        records = [BatchRecord.from_json(values) for values in payload["records"]]
+        gate = StoreGate(self.store, handler, item.id)
+        outcome = run_attempt(handler, records, clock=self.clock, item_id=item.id, gate=gate)
+        self._count(outcome)
+        if outcome.done and len(outcome.calls) <= 1:
+            # A finished batch ends like a finished call: many per transaction (one each cost ~40 % of
+            # a stream's consumption; benchmarks/README.md, bench_stream).
+            call = outcome.calls[0] if outcome.calls else None
+            successes.append((item.id, item.attempts, handler.name, call, None))  # type: ignore[arg-type]
+            return
+        if outcome.done:
+            ok = self._invocations.finish(
+                item.id,
+                owner=self.owner,
+                handler=handler.name,
+                attempt=item.attempts,
+                state=ItemState.SUCCEEDED,
+                calls=outcome.calls,
+            )
+            with self._report_lock:
+                if ok:
+                    self._report.succeeded += 1
+                else:
+                    self._report.lost += 1
+            return
+        now_ms = epoch_ms(self.clock.now())
+        finished = [record for record, _ in outcome.succeeded] + [record for record, _ in outcome.skipped]
+        payload["completed"] = list(payload.get("completed", ())) + [[r.arrived_ms, now_ms] for r in finished]
+        payload["records"] = [record.to_json() for record in outcome.kept]
+        self._fail(handler, item, outcome, payload=payload)
+
+    def _fail(self, handler: Handler, item: WorkItem, outcome: AttemptOutcome, *, payload: Any) -> None:
+        error = outcome.summary() or "failed"
+        end = end_of_attempt(
+            handler, outcome, attempts=item.attempts, max_attempts=item.max_attempts, now=self.clock.now(), key=item.key
+        )
+        retry, retry_at = end.retry, end.retry_at
+        result = None
+        if retry:
+            state = ItemState.FAILED
+        else:
+            state = ItemState.DEAD
+            result = {"co_failed": end.co_failed, "errors": {str(k): v for k, v in outcome.errors.items()}}
+        ok = self._invocations.finish(
+            item.id,
+            owner=self.owner,
+            handler=handler.name,
+            attempt=item.attempts,
+            state=state,
+            calls=outcome.calls,
+            payload=payload,
+            result=result,
+            error=error,
+            retry_at=retry_at,
+        )
+        with self._report_lock:
+            if not ok:
+                self._report.lost += 1
+            elif retry:
+                self._report.retried += 1
+            else:
+                self._report.dead += 1
+        if ok and not retry:
+            self._dead_lettered(handler, item, error)
+
+    def _dead_lettered(self, handler: Handler, item: WorkItem, error: str) -> None:
+        log.error(
+            "dead letter: %s item %d (%s) after %d attempt(s): %s",
+            handler.name, item.id, item.kind, item.attempts, error,
+        )
+        if handler.on_failure is not None:
+            try:
+                handler.on_failure(handler.name, item, error)
+            except Exception:  # noqa: BLE001 - a broken hook must not stop the worker
+                log.exception("on_failure hook of handler %s raised", handler.name)
+

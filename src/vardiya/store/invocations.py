@@ -1,0 +1,164 @@
+"""The ends of invocation attempts: the item's new state, its rewritten payload and the call log, at once.
+
+An attempt at an async call or a stream batch ends in one transaction that (only while the worker still
+holds the item) appends the attempt to the item's history, writes the handler calls it made to
+``invocation_calls``, and sets the item to ``succeeded``, ``failed`` (retry at a time, with the records
+still to do as its payload) or ``dead`` (with the records dead-lettered and what co-failed as its
+result). A worker that lost its lease writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from .hot import hot_sql
+from .records import AttemptOutcome, ItemState
+from .schema import invocation_calls, work_items
+from .url import Backend
+
+if TYPE_CHECKING:
+    from .api import Store
+
+__all__ = ["CallRow", "Invocations"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallRow:
+    """One handler call, as the engine makes it (``vardiya.invoke.execute.CallRecord``) and the call log
+    stores it; ``outcome`` is ``succeeded``, ``failed`` or ``timed_out``."""
+
+    started_at: datetime
+    ended_at: datetime
+    busy_ms: float
+    records: int
+    failed: int
+    outcome: str
+    error: str | None
+
+
+def _call_row(handler: str, item_id: int, attempt: int, call: CallRow) -> dict[str, Any]:
+    return {
+        "handler": handler,
+        "item_id": item_id,
+        "attempt": attempt,
+        "started_at": call.started_at,
+        "ended_at": call.ended_at,
+        "busy_ms": call.busy_ms,
+        "records": call.records,
+        "failed": call.failed,
+        "outcome": call.outcome,
+        "error": call.error,
+    }
+
+
+_CALL_COLUMNS = tuple(column.name for column in invocation_calls.c if column.name != "id")
+_SQLITE_INSERT_CALLS = f"INSERT INTO invocation_calls ({', '.join(_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
+# One statement over arrays: through SQLAlchemy's executemany, psycopg sent one INSERT per row, the
+# largest share of the database time of a batch of 100 completions (benchmarks/README.md, bench_async).
+_POSTGRES_INSERT_CALLS = (
+    f"INSERT INTO invocation_calls ({', '.join(_CALL_COLUMNS)}) SELECT * FROM unnest(%s::text[], %s::bigint[], "
+    "%s::int[], %s::timestamptz[], %s::timestamptz[], %s::float8[], %s::int[], %s::int[], %s::text[], %s::text[])"
+)
+
+
+class Invocations:
+    """Recording the end of invocation attempts in one store."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def _insert_calls(self, connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Write call-log rows as driver SQL, times converted as ``UTCDateTime`` would (``hot.py``)."""
+        time = hot_sql(self._store.backend).time
+        values = [
+            tuple(time(row[name]) if name in ("started_at", "ended_at") else row[name] for name in _CALL_COLUMNS)
+            for row in rows
+        ]
+        if self._store.backend is Backend.POSTGRESQL:
+            connection.exec_driver_sql(_POSTGRES_INSERT_CALLS, tuple(list(column) for column in zip(*values)))
+        else:
+            connection.exec_driver_sql(_SQLITE_INSERT_CALLS, values)
+
+    def finish(
+        self,
+        item_id: int,
+        *,
+        owner: str,
+        handler: str,
+        attempt: int,
+        state: ItemState,
+        calls: Sequence[CallRow],
+        payload: Any = None,
+        result: Any = None,
+        error: str | None = None,
+        retry_at: datetime | None = None,
+    ) -> bool:
+        """End the attempt; False (and nothing written) when ``owner`` no longer holds the item."""
+        now = self._store.clock.now()
+        items = self._store.items
+        c = work_items.c
+        values: dict[str, Any] = {"state": state, "updated_at": now, "lease_until": None}
+        if payload is not None:
+            values["payload"] = payload
+        if result is not None:
+            values["result"] = result
+        if state is ItemState.SUCCEEDED:
+            values["last_error"] = error
+        else:
+            values |= {"lease_owner": None, "last_error": error}
+            if state is ItemState.FAILED:
+                values["run_after"] = retry_at
+        with self._store.transaction() as connection:
+            if state is not ItemState.SUCCEEDED:
+                items._record_attempts(connection, [item_id], owner, now, AttemptOutcome.FAILED, error)
+            elif self._store.backend.value == "postgresql":
+                items._lock_held(connection, [item_id], owner)
+            updated = connection.execute(
+                sa.update(work_items).where(items._held([item_id], owner)).values(values).returning(c.id)
+            ).first()
+            if updated is None:
+                return False
+            if calls:
+                self._insert_calls(connection, [_call_row(handler, item_id, attempt, call) for call in calls])
+        return True
+
+    def complete(
+        self,
+        entries: Sequence[tuple[int, int, str, CallRow, Any]],
+        *,
+        owner: str,
+    ) -> set[int]:
+        """Record many successful attempts (item id, attempt, handler, call, result) in one transaction.
+
+        Returns the ids ``owner`` no longer held: nothing is written for those.
+        """
+        if not entries:
+            return set()
+        items = self._store.items
+        ids = [entry[0] for entry in entries]
+        with self._store.transaction() as connection:
+            lost = items.complete_in(connection, ids, owner=owner, results={
+                entry[0]: entry[4] for entry in entries if entry[4] is not None
+            })
+            rows = [
+                _call_row(handler, item_id, attempt, call)
+                for item_id, attempt, handler, call, _result in entries
+                if item_id not in lost and call is not None
+            ]
+            if rows:
+                self._insert_calls(connection, rows)
+        return lost
+
+    def calls(self, *, handler: str, since: datetime | None = None) -> list[Mapping[str, Any]]:
+        """The logged calls of a handler (started at or after ``since``), oldest first."""
+        q = invocation_calls.c
+        query = sa.select(invocation_calls).where(q.handler == handler).order_by(q.id)
+        if since is not None:
+            query = query.where(q.started_at >= since)
+        with self._store.reading() as connection:
+            return [row._mapping for row in connection.execute(query)]
