@@ -49,4 +49,4 @@ def test_no_item_is_held_by_two_processes(store_url: str) -> None:
             (attempt,) = store.items.history(item_id)
             assert attempt.outcome is AttemptOutcome.SUCCEEDED and attempt.attempt == 1
         for n, report in enumerate(reports):  # each attempt is recorded under the process that did it
-            assert {owners[item_id] for item_id in report} == {f"worker-{n}"}
+            assert {owners[item_id] for item_id in report} <= {f"worker-{n}"}  # a process may find nothing left
