@@ -265,8 +265,7 @@ class _Tick:
     def _row(
         self, key: str, period: str, slot: int, outcome: Any, first: Any, last: Any, duration_ms: float
     ) -> tuple[Any, ...]:
-        """The prepared ledger row of one outcome (times converted): an exception fails the record,
-        anything else is done."""
+        """The prepared ledger row of one outcome: an exception fails the record, anything else is done."""
         if isinstance(outcome, BaseException):
             return (self.job.name, period, key, slot, _FAILED, 1, first, last, duration_ms, 0, 0, _error_text(outcome))
         result = outcome if isinstance(outcome, RecordResult) else RecordResult()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -57,6 +57,10 @@ def _call_row(handler: str, item_id: int, attempt: int, call: CallRow) -> dict[s
 
 
 _CALL_COLUMNS = tuple(column.name for column in invocation_calls.c if column.name != "id")
+# ``Invocations.complete`` builds its rows as tuples in this order
+assert _CALL_COLUMNS == (
+    "handler", "item_id", "attempt", "started_at", "ended_at", "busy_ms", "records", "failed", "outcome", "error"
+), _CALL_COLUMNS
 _SQLITE_INSERT_CALLS = f"INSERT INTO invocation_calls ({', '.join(_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
 # One statement over arrays: through SQLAlchemy's executemany, psycopg sent one INSERT per row, the
 # largest share of the database time of a batch of 100 completions (benchmarks/README.md, bench_async).
@@ -64,6 +68,13 @@ _POSTGRES_INSERT_CALLS = (
     f"INSERT INTO invocation_calls ({', '.join(_CALL_COLUMNS)}) SELECT * FROM unnest(%s::text[], %s::bigint[], "
     "%s::int[], %s::timestamptz[], %s::timestamptz[], %s::float8[], %s::int[], %s::int[], %s::text[], %s::text[])"
 )
+
+
+def _sqlite_time(moment: datetime) -> Any:
+    """``HotSQL.time`` on SQLite, quicker for the engine's own clock readings (``timezone.utc``)."""
+    if moment.tzinfo is timezone.utc:
+        return moment.isoformat(" ", "microseconds")[:26]  # what hot.py's text is: no offset
+    return hot_sql(Backend.SQLITE).time(moment)
 
 
 class Invocations:
@@ -75,10 +86,16 @@ class Invocations:
     def _insert_calls(self, connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Write call-log rows as driver SQL, times converted as ``UTCDateTime`` would (``hot.py``)."""
         time = hot_sql(self._store.backend).time
-        values = [
-            tuple(time(row[name]) if name in ("started_at", "ended_at") else row[name] for name in _CALL_COLUMNS)
-            for row in rows
-        ]
+        self._insert_call_values(
+            connection,
+            [
+                tuple(time(row[name]) if name in ("started_at", "ended_at") else row[name] for name in _CALL_COLUMNS)
+                for row in rows
+            ],
+        )
+
+    def _insert_call_values(self, connection: sa.Connection, values: list[tuple[Any, ...]]) -> None:
+        """Write call-log rows given as tuples in ``_CALL_COLUMNS`` order, times already converted."""
         if self._store.backend is Backend.POSTGRESQL:
             connection.exec_driver_sql(_POSTGRES_INSERT_CALLS, tuple(list(column) for column in zip(*values)))
         else:
@@ -145,13 +162,15 @@ class Invocations:
             lost = items.complete_in(connection, ids, owner=owner, results={
                 entry[0]: entry[4] for entry in entries if entry[4] is not None
             })
-            rows = [
-                _call_row(handler, item_id, attempt, call)
+            time = _sqlite_time if self._store.backend is Backend.SQLITE else hot_sql(self._store.backend).time
+            values = [
+                (handler, item_id, attempt, time(call.started_at), time(call.ended_at), call.busy_ms, call.records,
+                 call.failed, call.outcome, call.error)
                 for item_id, attempt, handler, call, _result in entries
-                if item_id not in lost and call is not None
+                if call is not None and item_id not in lost
             ]
-            if rows:
-                self._insert_calls(connection, rows)
+            if values:
+                self._insert_call_values(connection, values)
         return lost
 
     def calls(self, *, handler: str, since: datetime | None = None) -> list[Mapping[str, Any]]:

@@ -20,7 +20,6 @@ with an optional key, offsets in order, batches cut per lane; the consumer above
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..errors import InvalidInput
+from .hot import _sqlite_time
 from .records import ItemState
 from .schema import stream_lanes, stream_records, work_items
 from .types import dumps_json
@@ -191,6 +191,8 @@ class Streams:
         now: datetime,
         flush: bool,
     ) -> int | None:
+        if self._store.backend is Backend.SQLITE:
+            return self._cut_one_sqlite(connection, stream, lane, kind, batch_size, window_s, max_attempts, now, flush)
         s = stream_records.c
         query = (
             sa.select(s.id, s.key, s.payload, s.appended_at)
@@ -198,8 +200,7 @@ class Streams:
             .order_by(s.id)
             .limit(batch_size)
         )
-        if self._store.backend is Backend.POSTGRESQL:
-            query = query.with_for_update(skip_locked=True)
+        query = query.with_for_update(skip_locked=True)
         rows = connection.execute(query).all()
         if not rows:
             return None
@@ -229,15 +230,78 @@ class Streams:
             },
         ).scalar_one()
         ids = [row.id for row in rows]
-        if self._store.backend is Backend.POSTGRESQL:
-            connection.exec_driver_sql("DELETE FROM stream_records WHERE id = ANY(%s)", (ids,))
-        else:
-            connection.exec_driver_sql(
-                "DELETE FROM stream_records WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)
-            )
+        connection.exec_driver_sql("DELETE FROM stream_records WHERE id = ANY(%s)", (ids,))
         connection.execute(
             sa.update(stream_lanes)
             .where(stream_lanes.c.stream == stream, stream_lanes.c.lane == lane)
             .values(cut_through=ids[-1])
         )
         return item_id
+
+    def _cut_one_sqlite(
+        self,
+        connection: sa.Connection,
+        stream: str,
+        lane: int,
+        kind: str,
+        batch_size: int,
+        window_s: float,
+        max_attempts: int,
+        now: datetime,
+        flush: bool,
+    ) -> int | None:
+        """``_cut_one`` as driver SQL, the records' payloads kept as the JSON text they are stored as.
+
+        The batch document is joined from the stored texts (written by ``dumps_json``, so the result is
+        the text ``dumps_json`` would make of the decoded document), and the records leave the stream by
+        id range: the cut runs inside ``BEGIN IMMEDIATE``, so no other writer can add a record of this
+        lane between the first and the last id read. Decoding and re-encoding every record through
+        SQLAlchemy's JSON and time types was most of a stream's consumption (benchmarks/README.md).
+        """
+        # the sqlite3 connection itself, inside the transaction SQLAlchemy opened on it: a statement
+        # through exec_driver_sql cost more in SQLAlchemy's result set-up than in SQLite
+        raw = connection.connection.driver_connection
+        rows = raw.execute(_SQLITE_CUT_SELECT, (stream, lane, batch_size)).fetchall()
+        if not rows:
+            return None
+        if not batch_ready(
+            len(rows), batch_size, _sqlite_read_time(rows[0][3]), now, window_s, flush=flush
+        ):
+            return None  # a partial batch waits for more records, up to the window
+        arrived: dict[str, int] = {}  # records appended together share their time: convert it once
+        parts = []
+        for record_id, key, payload, appended_at in rows:
+            if payload.__class__ is not str:  # a number: the JSON column's NUMERIC affinity stored it so
+                payload = dumps_json(payload)
+            arrived_ms = arrived.get(appended_at)
+            if arrived_ms is None:
+                arrived_ms = arrived[appended_at] = epoch_ms(_sqlite_read_time(appended_at))
+            parts.append(
+                f"[{record_id},{'null' if key is None else dumps_json(key)},{payload},{arrived_ms},0,null]"
+            )
+        first, last = rows[0][0], rows[-1][0]
+        document = f'{{"lane":{lane},"size":{len(rows)},"records":[{",".join(parts)}]}}'
+        t_now = _sqlite_time(now)
+        (item_id,) = raw.execute(
+            _SQLITE_CUT_INSERT,
+            (kind, f"{lane}:{first}", document, ItemState.PENDING.value, 0, max_attempts, t_now, t_now, t_now),
+        ).fetchone()
+        raw.execute(_SQLITE_CUT_DELETE, (stream, lane, first, last))
+        raw.execute(_SQLITE_CUT_THROUGH, (last, stream, lane))
+        return item_id
+
+
+_SQLITE_CUT_SELECT = (
+    "SELECT id, key, payload, appended_at FROM stream_records WHERE stream = ? AND lane = ? ORDER BY id LIMIT ?"
+)
+_SQLITE_CUT_INSERT = (
+    "INSERT INTO work_items (kind, key, payload, state, attempts, max_attempts, run_after, created_at, updated_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+)
+_SQLITE_CUT_DELETE = "DELETE FROM stream_records WHERE stream = ? AND lane = ? AND id BETWEEN ? AND ?"
+_SQLITE_CUT_THROUGH = "UPDATE stream_lanes SET cut_through = ? WHERE stream = ? AND lane = ?"
+
+
+def _sqlite_read_time(text: str) -> datetime:
+    """A UTCDateTime column's SQLite text as the aware datetime the column type would return."""
+    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
