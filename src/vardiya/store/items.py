@@ -25,7 +25,9 @@ from ..clock import ensure_aware, to_seconds
 from ..errors import InvalidInput, LeaseLost
 from .engine import DriverConnection, driver_errors
 from .hot import hot_sql
-from .records import Attempt, AttemptOutcome, ItemState, WorkItem
+from .item_reads import ITEM_COLUMNS as _ITEM_COLUMNS
+from .item_reads import ItemReads, item_from_row
+from .records import AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
 from .schema import work_items
 from .types import UTCDateTime, dumps_json
@@ -36,31 +38,11 @@ if TYPE_CHECKING:
 
 __all__ = ["WorkItems"]
 
-_ITEM_COLUMNS = tuple(work_items.c)
 _LEASE_EXPIRED_ERROR = (
     sa.literal("lease expired: worker ") + work_items.c.lease_owner + sa.literal(" stopped before finishing")
 )
 #: How often (in clock seconds) claims look for expired leases.
 REAP_INTERVAL_S = 1.0
-
-
-def _item(row: sa.Row[Any]) -> WorkItem:
-    return WorkItem(
-        id=row.id,
-        kind=row.kind,
-        key=row.key,
-        payload=row.payload,
-        state=ItemState(row.state),
-        attempts=row.attempts,
-        max_attempts=row.max_attempts,
-        run_after=row.run_after,
-        lease_owner=row.lease_owner,
-        lease_until=row.lease_until,
-        last_error=row.last_error,
-        result=row.result,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-    )
 
 
 def _check_payload(kind: str, key: str, payload: Any) -> None:
@@ -85,8 +67,8 @@ def _lease_seconds(lease: float | timedelta) -> float:
     return seconds
 
 
-class WorkItems:
-    """The work-item operations of one store."""
+class WorkItems(ItemReads):
+    """The work-item operations of one store (the reading ones are in ``item_reads``)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -124,7 +106,7 @@ class WorkItems:
                 row = connection.execute(
                     sa.select(*_ITEM_COLUMNS).where(work_items.c.kind == kind, work_items.c.key == key)
                 ).one()
-        return _item(row)
+        return item_from_row(row)
 
     def enqueue_many(
         self,
@@ -473,103 +455,6 @@ class WorkItems:
             return connection.execute(
                 sa.delete(work_items).where(c.id.in_(list(ids)), c.state == ItemState.DEAD)
             ).rowcount
-
-    # -- reading ------------------------------------------------------------------------------------
-
-    def get(self, item_id: int) -> WorkItem | None:
-        """The item with this id, or None."""
-        with self._store.reading() as connection:
-            row = connection.execute(sa.select(*_ITEM_COLUMNS).where(work_items.c.id == item_id)).first()
-        return _item(row) if row is not None else None
-
-    def find(self, kind: str, key: str) -> WorkItem | None:
-        """The item of this kind with this key, or None."""
-        with self._store.reading() as connection:
-            row = connection.execute(
-                sa.select(*_ITEM_COLUMNS).where(work_items.c.kind == kind, work_items.c.key == key)
-            ).first()
-        return _item(row) if row is not None else None
-
-    def list(
-        self,
-        *,
-        state: ItemState | None = None,
-        kind: str | None = None,
-        updated_before: datetime | None = None,
-        error_contains: str | None = None,
-        limit: int | None = None,
-    ) -> list[WorkItem]:
-        """Items by state, kind, age and error text, oldest first."""
-        c = work_items.c
-        query = sa.select(*_ITEM_COLUMNS).order_by(c.id)
-        if state is not None:
-            query = query.where(c.state == state)
-        if kind is not None:
-            query = query.where(c.kind == kind)
-        if updated_before is not None:
-            query = query.where(c.updated_at < ensure_aware(updated_before, "updated_before"))
-        if error_contains:
-            query = query.where(c.last_error.contains(error_contains, autoescape=True))
-        if limit is not None:
-            query = query.limit(limit)
-        with self._store.reading() as connection:
-            return [_item(row) for row in connection.execute(query)]
-
-    def history(self, item_id: int) -> list[Attempt]:
-        """Every ended attempt at the item, in order.
-
-        Failed and expired attempts have rows of their own. The successful attempt, always the last,
-        is told by the item row itself (attempt number, owner, claimed and finished times), which
-        spares every successful item a second write.
-        """
-        a = attempts_table.c
-        c = work_items.c
-        with self._store.reading() as connection:
-            rows = connection.execute(
-                sa.select(attempts_table).where(a.item_id == item_id).order_by(a.id)
-            ).all()
-            finished = connection.execute(
-                sa.select(c.attempts, c.lease_owner, c.claimed_at, c.updated_at).where(
-                    c.id == item_id, c.state == ItemState.SUCCEEDED
-                )
-            ).first()
-        success = (
-            [
-                Attempt(
-                    item_id=item_id,
-                    attempt=finished.attempts,
-                    owner=finished.lease_owner,
-                    started_at=finished.claimed_at,
-                    ended_at=finished.updated_at,
-                    outcome=AttemptOutcome.SUCCEEDED,
-                    error=None,
-                )
-            ]
-            if finished is not None
-            else []
-        )
-        return [
-            Attempt(
-                item_id=row.item_id,
-                attempt=row.attempt,
-                owner=row.owner,
-                started_at=row.started_at,
-                ended_at=row.ended_at,
-                outcome=AttemptOutcome(row.outcome),
-                error=row.error,
-            )
-            for row in rows
-        ] + success
-
-    def counts(self, *, kind: str | None = None) -> dict[ItemState, int]:
-        """How many items are in each state."""
-        c = work_items.c
-        query = sa.select(c.state, sa.func.count()).group_by(c.state)
-        if kind is not None:
-            query = query.where(c.kind == kind)
-        with self._store.reading() as connection:
-            found = {ItemState(state): count for state, count in connection.execute(query)}
-        return {state: found.get(state, 0) for state in ItemState}
 
     # -- helpers ------------------------------------------------------------------------------------
 

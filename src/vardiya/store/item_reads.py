@@ -1,0 +1,144 @@
+"""Reading work items: one by id or key, listings by state, kind, age and error, history, counts.
+
+``WorkItems`` inherits these; they take no write lock (``Store.reading``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from ..clock import ensure_aware
+from .records import Attempt, AttemptOutcome, ItemState, WorkItem
+from .schema import attempts as attempts_table
+from .schema import work_items
+
+if TYPE_CHECKING:
+    from .api import Store
+
+__all__ = ["ITEM_COLUMNS", "ItemReads", "item_from_row"]
+
+ITEM_COLUMNS = tuple(work_items.c)
+
+
+def item_from_row(row: sa.Row[Any]) -> WorkItem:
+    """A ``WorkItem`` from a row of every work_items column."""
+    return WorkItem(
+        id=row.id,
+        kind=row.kind,
+        key=row.key,
+        payload=row.payload,
+        state=ItemState(row.state),
+        attempts=row.attempts,
+        max_attempts=row.max_attempts,
+        run_after=row.run_after,
+        lease_owner=row.lease_owner,
+        lease_until=row.lease_until,
+        last_error=row.last_error,
+        result=row.result,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+class ItemReads:
+    """The reading operations on work items."""
+
+    _store: Store
+
+    def get(self, item_id: int) -> WorkItem | None:
+        """The item with this id, or None."""
+        with self._store.reading() as connection:
+            row = connection.execute(sa.select(*ITEM_COLUMNS).where(work_items.c.id == item_id)).first()
+        return item_from_row(row) if row is not None else None
+
+    def find(self, kind: str, key: str) -> WorkItem | None:
+        """The item of this kind with this key, or None."""
+        with self._store.reading() as connection:
+            row = connection.execute(
+                sa.select(*ITEM_COLUMNS).where(work_items.c.kind == kind, work_items.c.key == key)
+            ).first()
+        return item_from_row(row) if row is not None else None
+
+    def list(
+        self,
+        *,
+        state: ItemState | None = None,
+        kind: str | None = None,
+        updated_before: datetime | None = None,
+        error_contains: str | None = None,
+        limit: int | None = None,
+    ) -> list[WorkItem]:
+        """Items by state, kind, age and error text, oldest first."""
+        c = work_items.c
+        query = sa.select(*ITEM_COLUMNS).order_by(c.id)
+        if state is not None:
+            query = query.where(c.state == state)
+        if kind is not None:
+            query = query.where(c.kind == kind)
+        if updated_before is not None:
+            query = query.where(c.updated_at < ensure_aware(updated_before, "updated_before"))
+        if error_contains:
+            query = query.where(c.last_error.contains(error_contains, autoescape=True))
+        if limit is not None:
+            query = query.limit(limit)
+        with self._store.reading() as connection:
+            return [item_from_row(row) for row in connection.execute(query)]
+
+    def history(self, item_id: int) -> list[Attempt]:
+        """Every ended attempt at the item, in order.
+
+        Failed and expired attempts have rows of their own. The successful attempt, always the last,
+        is told by the item row itself (attempt number, owner, claimed and finished times), which
+        spares every successful item a second write.
+        """
+        a = attempts_table.c
+        c = work_items.c
+        with self._store.reading() as connection:
+            rows = connection.execute(
+                sa.select(attempts_table).where(a.item_id == item_id).order_by(a.id)
+            ).all()
+            finished = connection.execute(
+                sa.select(c.attempts, c.lease_owner, c.claimed_at, c.updated_at).where(
+                    c.id == item_id, c.state == ItemState.SUCCEEDED
+                )
+            ).first()
+        success = (
+            [
+                Attempt(
+                    item_id=item_id,
+                    attempt=finished.attempts,
+                    owner=finished.lease_owner,
+                    started_at=finished.claimed_at,
+                    ended_at=finished.updated_at,
+                    outcome=AttemptOutcome.SUCCEEDED,
+                    error=None,
+                )
+            ]
+            if finished is not None
+            else []
+        )
+        return [
+            Attempt(
+                item_id=row.item_id,
+                attempt=row.attempt,
+                owner=row.owner,
+                started_at=row.started_at,
+                ended_at=row.ended_at,
+                outcome=AttemptOutcome(row.outcome),
+                error=row.error,
+            )
+            for row in rows
+        ] + success
+
+    def counts(self, *, kind: str | None = None) -> dict[ItemState, int]:
+        """How many items are in each state."""
+        c = work_items.c
+        query = sa.select(c.state, sa.func.count()).group_by(c.state)
+        if kind is not None:
+            query = query.where(c.kind == kind)
+        with self._store.reading() as connection:
+            found = {ItemState(state): count for state, count in connection.execute(query)}
+        return {state: found.get(state, 0) for state in ItemState}
