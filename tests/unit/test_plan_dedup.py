@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
 from vardiya.plan.dedup import DedupPlan, plan_dedup
-from vardiya.plan.profile import Profile, load_profile
-from vardiya.plan.workload import Workload, load_workload
-
-ROOT = Path(__file__).resolve().parents[2] / "examples" / "meter_validation"
+from vardiya.plan.profile import Profile
+from vardiya.plan.workload import Workload
 
 
-@pytest.fixture(scope="module")
-def night() -> Workload:
-    return load_workload(ROOT / "validation-night.csv")
 
-
-@pytest.fixture(scope="module")
-def profile() -> Profile:
-    return load_profile(ROOT / "profile.toml")
 
 
 @pytest.fixture(scope="module")

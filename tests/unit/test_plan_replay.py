@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,23 +13,14 @@ from vardiya.invoke.execute import BatchRecord, run_attempt
 from vardiya.invoke.handlers import FailurePolicy, Model
 from vardiya.plan.compare import Comparison, compare
 from vardiya.plan.gate import MemoryKeys
-from vardiya.plan.profile import Profile, load_profile
+from vardiya.plan.profile import Profile
 from vardiya.plan.replay import ORIGIN, Replay, replay
 from vardiya.plan.scripted import ScriptedHandler, handler_for
-from vardiya.plan.workload import Workload, load_workload, parse_workload
+from vardiya.plan.workload import Workload, parse_workload
 from vardiya.store.records import ItemState
 
-ROOT = Path(__file__).resolve().parents[2] / "examples" / "meter_validation"
 
 
-@pytest.fixture(scope="module")
-def night() -> Workload:
-    return load_workload(ROOT / "validation-night.csv")
-
-
-@pytest.fixture(scope="module")
-def profile() -> Profile:
-    return load_profile(ROOT / "profile.toml")
 
 
 @pytest.fixture(scope="module")

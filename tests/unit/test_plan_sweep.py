@@ -10,23 +10,14 @@ from pathlib import Path
 import pytest
 
 from vardiya.errors import InvalidInput
-from vardiya.plan.profile import Profile, load_profile
+from vardiya.plan.profile import Profile
 from vardiya.plan.replay import replay
 from vardiya.plan.sweep import Sweep, recommend, sweep, sweep_chart_svg, write_sweep_chart
-from vardiya.plan.workload import Workload, load_workload, parse_workload
+from vardiya.plan.workload import Workload, parse_workload
 
-ROOT = Path(__file__).resolve().parents[2] / "examples" / "meter_validation"
 SIZES = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500)
 
 
-@pytest.fixture(scope="module")
-def night() -> Workload:
-    return load_workload(ROOT / "validation-night.csv")
-
-
-@pytest.fixture(scope="module")
-def profile() -> Profile:
-    return load_profile(ROOT / "profile.toml")
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import click
 from rich.table import Table
 
 from ..app import load_app
-from ..errors import InvalidInput
+from ..errors import InvalidInput, VardiyaError
 from ..invoke.invoker import Invoker
 from ..invoke.worker import Worker
 from ..times import parse_time
@@ -137,9 +137,9 @@ def call_command(settings: Settings, name: str, payload: str, key: str | None) -
     with settings.open_store() as store:
         try:
             result = Invoker(store, app).call(name, record, key=key)
-        except Exception as error:  # noqa: BLE001 - the handler's error reaches the caller: exit 1
-            if isinstance(error, InvalidInput):
-                raise
+        except VardiyaError:
+            raise  # bad input or a store failure: one line and exit 2, as for every command
+        except Exception as error:  # noqa: BLE001 - the handler's own error reaches the caller: exit 1
             click.echo(f"vardiya: {name} failed: {type(error).__name__}: {error}", err=True)
             return 1
     emit_json({"handler": name, "result": result})
