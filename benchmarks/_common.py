@@ -128,6 +128,8 @@ class Comparison:
     unit: str
     raw: list[float]
     vardiya: list[float]
+    #: The ratio an issue asks for; None where it sets none (the ratio is then only for scale).
+    target: float | None = TARGET_RATIO
 
     @property
     def raw_median(self) -> float:
@@ -142,7 +144,10 @@ class Comparison:
         return self.vardiya_median / self.raw_median
 
     def lines(self) -> list[str]:
-        met = "met" if self.ratio >= TARGET_RATIO else "NOT met"
+        if self.target is None:
+            verdict = "no target set (for scale)"
+        else:
+            verdict = f"target: >= {self.target} ... {'met' if self.ratio >= self.target else 'NOT met'}"
         runs = len(self.raw)
         return [
             f"[{self.backend}] {self.what}",
@@ -152,7 +157,7 @@ class Comparison:
             f"  vardiya : {self.vardiya_median:>12,.0f} {self.unit}  (median of {runs}: "
             + ", ".join(f"{rate:,.0f}" for rate in self.vardiya)
             + ")",
-            f"  ratio vardiya/raw: {self.ratio:.3f}   target: >= {TARGET_RATIO} ... {met}   ({load_average()})",
+            f"  ratio vardiya/raw: {self.ratio:.3f}   {verdict}   ({load_average()})",
         ]
 
 
@@ -164,6 +169,7 @@ def compare(
     runs: int,
     raw: Callable[[], float],
     vardiya: Callable[[], float],
+    target: float | None = TARGET_RATIO,
 ) -> Comparison:
     """Alternate raw and vardiya runs (each callable prepares its own run and returns a rate)."""
     raw_rates: list[float] = []
@@ -171,7 +177,7 @@ def compare(
     for _ in range(runs):
         raw_rates.append(raw())
         vardiya_rates.append(vardiya())
-    result = Comparison(backend=backend, what=what, unit=unit, raw=raw_rates, vardiya=vardiya_rates)
+    result = Comparison(backend=backend, what=what, unit=unit, raw=raw_rates, vardiya=vardiya_rates, target=target)
     for line in result.lines():
         print(line, flush=True)
     return result

@@ -36,6 +36,7 @@ from .invoke import (
     RetryPolicy,
     Worker,
 )
+from .schedule import CatchUpPolicy, Cron, DataArrival, PeriodClose, Upstream
 from .slots import (
     IterableSource,
     RecordResult,
@@ -75,8 +76,11 @@ __all__ = [
     "Attempt",
     "AttemptOutcome",
     "CallerRetry",
+    "CatchUpPolicy",
     "Clock",
     "ConfigurationError",
+    "Cron",
+    "DataArrival",
     "Dedup",
     "DedupKey",
     "DedupOutcome",
@@ -95,6 +99,7 @@ __all__ = [
     "LedgerStatus",
     "Model",
     "NotAStore",
+    "PeriodClose",
     "RecordResult",
     "RetryPolicy",
     "SchemaOutdated",
@@ -109,6 +114,7 @@ __all__ = [
     "SystemClock",
     "TickContext",
     "UndeclaredRead",
+    "Upstream",
     "VardiyaError",
     "VirtualClock",
     "WorkItem",

@@ -24,6 +24,10 @@ from typing import Any
 
 from .errors import AppNotFound, ConfigurationError
 from .invoke.handlers import Handler
+from .pipeline.stages import Pipeline
+from .schedule.catchup import CatchUpPolicy
+from .schedule.pipelines import ScheduledPipeline
+from .schedule.triggers import Trigger
 from .slots.job import SchemeChange, SlotJob
 from .slots.scheme import SlotScheme
 from .slots.sources import Source
@@ -32,12 +36,42 @@ __all__ = ["App", "load_app", "load_object"]
 
 
 class App:
-    """A registry of a project's slot jobs and invocation handlers."""
+    """A registry of a project's slot jobs, invocation handlers and scheduled pipelines."""
 
     def __init__(self, name: str = "vardiya") -> None:
         self.name = name
         self.slot_jobs: dict[str, SlotJob] = {}
         self.handlers: dict[str, Handler] = {}
+        self.pipelines: dict[str, ScheduledPipeline] = {}
+
+    def add_pipeline(
+        self,
+        pipeline: Pipeline,
+        *,
+        root: str | os.PathLike[str],
+        triggers: Iterable[Trigger] = (),
+        concurrency: int = 1,
+        strict: bool = False,
+        max_attempts: int = 3,
+        retry_wait_s: float = 60.0,
+    ) -> ScheduledPipeline:
+        """Register a pipeline the scheduler starts by its ``triggers`` and workers run, outputs under ``root``."""
+        if pipeline.name in self.pipelines:
+            raise ConfigurationError(f"app {self.name!r} already has a pipeline named {pipeline.name!r}")
+        entry = ScheduledPipeline(
+            pipeline=pipeline, root=os.fspath(root), triggers=tuple(triggers), concurrency=concurrency,
+            strict=strict, max_attempts=max_attempts, retry_wait_s=retry_wait_s,
+        )
+        self.pipelines[pipeline.name] = entry
+        return entry
+
+    def get_pipeline(self, name: str) -> ScheduledPipeline:
+        """The scheduled pipeline called ``name``; a clear error lists the ones that exist."""
+        try:
+            return self.pipelines[name]
+        except KeyError:
+            known = ", ".join(sorted(self.pipelines)) or "none"
+            raise ConfigurationError(f"app {self.name!r} has no pipeline {name!r}; its pipelines: {known}") from None
 
     def add_handler(self, handler: Handler) -> Handler:
         """Register a ``Handler``; names are unique within an app."""
@@ -90,6 +124,7 @@ class App:
         batch_size: int | None = None,
         scheme_changes: Iterable[SchemeChange] = (),
         start: datetime | None = None,
+        downtime: CatchUpPolicy | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Declare a slot job whose handler is the decorated function (returned unchanged)."""
 
@@ -110,6 +145,7 @@ class App:
                     batch_size=batch_size,
                     scheme_changes=tuple(scheme_changes),
                     start=start,
+                    downtime=downtime or CatchUpPolicy(),
                 )
             )
             return handler
@@ -127,7 +163,10 @@ class App:
             ) from None
 
     def __repr__(self) -> str:
-        return f"App({self.name!r}, slot_jobs={sorted(self.slot_jobs)}, handlers={sorted(self.handlers)})"
+        return (
+            f"App({self.name!r}, slot_jobs={sorted(self.slot_jobs)}, handlers={sorted(self.handlers)}, "
+            f"pipelines={sorted(self.pipelines)})"
+        )
 
 
 def load_object(spec: str | None, *, what: str = "app", option: str = "--app / VARDIYA_APP") -> Any:

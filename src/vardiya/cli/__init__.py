@@ -19,7 +19,9 @@ from .dlq import dlq
 from .invoke import invoke, worker
 from .pipeline import pipeline
 from .pipeline_run import run_command  # noqa: F401 - registers run/status/resume/rerun/backfill
+from .pipeline_triggers import triggers_command  # noqa: F401 - registers pipeline triggers
 from .plan import plan
+from .services import scheduler, status
 from .slots import slots
 from .ticks import replay_command, tick
 
@@ -43,6 +45,8 @@ cli.add_command(worker)
 cli.add_command(invoke)
 cli.add_command(dlq)
 cli.add_command(plan)
+cli.add_command(scheduler)
+cli.add_command(status)
 
 
 def _one_line(text: str) -> str:

@@ -8,8 +8,6 @@ by hand: the payload is JSON (``--payload``) or a file of JSON lines (``--payloa
 from __future__ import annotations
 
 import json
-import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,17 +21,19 @@ from ..invoke.invoker import Invoker
 from ..invoke.worker import Worker
 from ..times import parse_time
 from .context import Settings, emit_json, global_options, pass_settings
+from .services import service_options, service_store, while_signalled
 
 __all__ = ["invoke", "worker"]
 
 
 @click.command()
 @global_options
-@click.option("--concurrency", type=int, default=1, show_default=True, help="Threads running handlers.")
-@click.option("--until-idle", is_flag=True, help="Exit once no async call or stream batch is left to run.")
+@click.option("--concurrency", type=int, default=1, show_default=True, help="Threads running work.")
+@click.option("--until-idle", is_flag=True, help="Exit once no work of the app is left to run.")
 @click.option("--lease", type=float, default=30.0, show_default=True, help="Seconds a claim holds an item between heartbeats.")
-@click.option("--prefetch", type=int, default=100, show_default=True, help="Items claimed at a time per thread.")
+@click.option("--prefetch", type=int, default=100, show_default=True, help="Async calls or batches claimed at a time per thread.")
 @click.option("--handler", "names", multiple=True, metavar="NAME", help="Only these handlers (repeatable).")
+@service_options
 @click.option("--json", "as_json", is_flag=True, help="Print the worker's report as one JSON document.")
 @pass_settings
 def worker(
@@ -43,22 +43,22 @@ def worker(
     lease: float,
     prefetch: int,
     names: tuple[str, ...],
+    metrics_port: int | None,
+    log_format: str,
     as_json: bool,
 ) -> int:
-    """Run the app's async calls and stream batches. SIGTERM drains and exits 0."""
+    """Run the app's ticks, pipeline runs, async calls and stream batches. SIGTERM drains and exits 0."""
     app = load_app(settings.app)
-    if not app.handlers:
-        raise InvalidInput(f"app {app.name!r} declares no handlers; declare one with @app.handler(...)")
-    _log_to_stderr()
-    with settings.open_store() as store:
-        running = Worker(store, app, concurrency=concurrency, lease=lease, prefetch=prefetch, names=names or None)
+    if not (app.handlers or app.slot_jobs or app.pipelines):
+        raise InvalidInput(
+            f"app {app.name!r} declares no handlers, slot jobs or pipelines; declare one with @app.handler(...)"
+        )
+    with service_store(settings, log_format, metrics_port) as (store, metrics):
+        running = Worker(
+            store, app, concurrency=concurrency, lease=lease, prefetch=prefetch, names=names or None, metrics=metrics
+        )
         # SIGTERM (and Ctrl-C) drain: the item in hand is finished, the rest released, exit 0.
-        previous = {number: signal.signal(number, lambda *_: running.stop()) for number in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            report = running.run(until_idle=until_idle)
-        finally:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
+        report = while_signalled(running.stop, lambda: running.run(until_idle=until_idle))
     if as_json:
         emit_json(report.to_json())
     else:
@@ -68,17 +68,6 @@ def worker(
         table.add_row(*(str(value) for value in report.to_json().values()))
         settings.console.print(table)
     return 0
-
-
-def _log_to_stderr() -> None:
-    """The worker's own log (dead letters, failed heartbeats) as lines on stderr; other loggers untouched."""
-    logger = logging.getLogger("vardiya")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
 
 
 def _payloads(payload: str | None, payloads: str | None) -> list[Any]:

@@ -22,12 +22,13 @@ from .nightly import nightly_section
 from .pipelines import pipelines_section
 from .planner import planner_section
 from .primitives import primitives_section
+from .services import services_section
 
 __all__ = ["DemoResult", "run_demo"]
 
 #: The demo's virtual day: every time it shows is reproducible.
 DEMO_START = datetime(2026, 12, 1, 0, 0, tzinfo=timezone.utc)
-SECTIONS = (primitives_section, nightly_section, pipelines_section, invocation_section, planner_section)
+SECTIONS = (primitives_section, nightly_section, pipelines_section, invocation_section, planner_section, services_section)
 
 
 @dataclass(kw_only=True)

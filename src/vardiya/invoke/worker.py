@@ -1,4 +1,4 @@
-"""The worker: claims async calls and stream batches, runs them, records every outcome.
+"""The worker: claims async calls, stream batches, ticks and pipeline runs, runs them, records every outcome.
 
 A worker is ``concurrency`` threads, each claiming up to ``prefetch`` items at a time with a lease, and
 one heartbeat thread that keeps those leases alive. What it guarantees:
@@ -12,6 +12,10 @@ one heartbeat thread that keeps those leases alive. What it guarantees:
   ``vardiya.worker`` log both say so: an error is never invisible.
 - Idle, it waits for work: on PostgreSQL a ``LISTEN`` wakes it the moment something is enqueued or
   appended; on SQLite it polls, backing off from ``poll_min`` to ``poll_max``.
+
+Ticks and triggered pipeline runs (``vardiya.service.work``) are claimed one at a time per thread,
+before the invocation work: each is long next to a call, and holding a hundred of them would starve
+the other workers of the fleet.
 
 The stream consumer lives here too: a worker with nothing to claim cuts waiting stream records into
 batches (``Streams.cut``), which any worker then claims like every other item.
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..clock import Clock, SystemClock
+from ..errors import LeaseLost
 from ..store.invocations import CallRow, Invocations
 from ..store.records import ItemState, WorkItem
 from ..store.schema import stream_records, work_items
@@ -41,6 +46,8 @@ from .invoker import handlers_of
 from .wake import Waker, waker_for
 
 if TYPE_CHECKING:
+    from ..service.metrics import ServiceMetrics
+    from ..service.work import ServiceWork
     from ..store.api import Store
 
 __all__ = ["Worker", "WorkerReport"]
@@ -61,6 +68,8 @@ class WorkerReport:
     calls: int = 0
     records: int = 0
     batches_cut: int = 0
+    ticks: int = 0
+    pipeline_runs: int = 0
 
     def to_json(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -82,6 +91,8 @@ class Worker:
         poll_max: float = 0.25,
         heartbeat: bool = True,
         names: Sequence[str] | None = None,
+        services: ServiceWork | None = None,
+        metrics: ServiceMetrics | None = None,
     ) -> None:
         from ..errors import InvalidInput
 
@@ -104,6 +115,13 @@ class Worker:
             self._by_kind[handler.batch_kind] = handler.with_model(Model.STREAM)
         self.streams = [handler for handler in all_handlers.values() if handler.model is Model.STREAM]
         self.kinds = sorted(self._by_kind)
+        if services is None and (getattr(handlers, "slot_jobs", None) or getattr(handlers, "pipelines", None)):
+            from ..service.work import ServiceWork
+
+            services = ServiceWork(store, handlers, metrics=metrics)
+        self.services = services if services else None
+        self.metrics = metrics
+        self.all_kinds = sorted([*self.kinds, *(self.services.kinds if self.services else ())])
         self.concurrency = concurrency
         self.lease = float(lease)
         self.prefetch = prefetch
@@ -167,9 +185,18 @@ class Worker:
         waker = waker_for(self.store, self.poll_min, self.poll_max)
         try:
             while not self._stop.is_set():
+                if self.services is not None:
+                    served = self.store.items.claim(1, owner=self.owner, lease=self.lease, kinds=self.services.kinds)
+                    if served:
+                        waker.reset()
+                        self._serve(served[0])
+                        continue
                 if self.streams:
                     self._cut(flush=False)
-                items = self.store.items.claim(self.prefetch, owner=self.owner, lease=self.lease, kinds=self.kinds)
+                items = (
+                    self.store.items.claim(self.prefetch, owner=self.owner, lease=self.lease, kinds=self.kinds)
+                    if self.kinds else []
+                )
                 if items:
                     waker.reset()
                     self._work(items)
@@ -181,6 +208,11 @@ class Worker:
                     if next_at is None:
                         return
                     self._sleep_until(next_at, waker)
+                elif self.services is not None:
+                    # The scheduler enqueues ticks a moment before they are due: wake when the next is.
+                    coming = self._next_service_at()
+                    timeout = None if coming is None else max(0.0, (coming - self.clock.now()).total_seconds())
+                    waker.wait(self._stop, timeout=timeout)
                 else:
                     waker.wait(self._stop)
         finally:
@@ -201,11 +233,11 @@ class Worker:
         with self.store.reading() as connection:
             ready = connection.execute(
                 sa.select(sa.func.min(c.run_after)).where(
-                    c.kind.in_(self.kinds), c.state.in_([ItemState.PENDING, ItemState.FAILED])
+                    c.kind.in_(self.all_kinds), c.state.in_([ItemState.PENDING, ItemState.FAILED])
                 )
             ).scalar()
             leased = connection.execute(
-                sa.select(sa.func.min(c.lease_until)).where(c.kind.in_(self.kinds), c.state == ItemState.RUNNING)
+                sa.select(sa.func.min(c.lease_until)).where(c.kind.in_(self.all_kinds), c.state == ItemState.RUNNING)
             ).scalar()
             waiting = False
             if self.streams:
@@ -220,6 +252,17 @@ class Worker:
             # batch in flight: they become due when that batch does, not before.
             return min(moments)
         return self.clock.now() if waiting else None
+
+    def _next_service_at(self) -> datetime | None:
+        """When the next tick or pipeline item enqueued ahead of its time comes due (None: none is)."""
+        assert self.services is not None
+        c = work_items.c
+        with self.store.reading() as connection:
+            return connection.execute(
+                sa.select(sa.func.min(c.run_after)).where(
+                    c.kind.in_(self.services.kinds), c.state.in_([ItemState.PENDING, ItemState.FAILED])
+                )
+            ).scalar()
 
     def _cut(self, *, flush: bool) -> int:
         made = 0
@@ -249,6 +292,55 @@ class Worker:
                     self.store.items.heartbeat(held, owner=self.owner, lease=self.lease)
                 except Exception:  # noqa: BLE001 - a missed beat is retried; the lease has slack
                     log.warning("heartbeat failed for %d item(s)", len(held), exc_info=True)
+
+    # -- ticks and pipeline runs ----------------------------------------------------------------------
+
+    def _serve(self, item: WorkItem) -> None:
+        """Run one tick or pipeline item and record how it ended (its lease kept alive meanwhile)."""
+        assert self.services is not None
+        with self._held_lock:
+            self._held.add(item.id)
+        try:
+            outcome = self.services.run(item)
+            if outcome.ok:
+                try:
+                    self.store.items.complete(item.id, owner=self.owner, result=outcome.result)
+                    state = ItemState.SUCCEEDED
+                except LeaseLost:
+                    state = None
+            else:
+                try:
+                    state = self.store.items.fail(
+                        item.id, owner=self.owner, error=outcome.error or "failed", retry_at=outcome.retry_at
+                    )
+                except LeaseLost:
+                    state = None
+        finally:
+            with self._held_lock:
+                self._held.discard(item.id)
+        with self._report_lock:
+            report = self._report
+            report.items += 1
+            if item.kind.startswith("tick:"):
+                report.ticks += 1
+            else:
+                report.pipeline_runs += 1
+            if state is None:
+                report.lost += 1
+            elif state is ItemState.SUCCEEDED:
+                report.succeeded += 1
+            elif state is ItemState.DEAD:
+                report.dead += 1
+            else:
+                report.retried += 1
+        if self.metrics is not None:
+            self.metrics.item_finished(item.kind, "lost" if state is None else state.value)
+        if state is ItemState.DEAD:
+            log.error(
+                "dead letter: %s item %d (%s) after %d attempt(s): %s",
+                item.kind, item.id, item.key, item.attempts, outcome.error,
+                extra={"kind": item.kind, "item": item.id, "key": item.key},
+            )
 
     # -- items --------------------------------------------------------------------------------------
 

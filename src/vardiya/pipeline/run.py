@@ -483,17 +483,20 @@ def run_pipeline(
     inject_failure: str | Iterable[str] = (),
     plan_upstream: bool = True,
     clock: Clock | None = None,
+    started_by: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run the tasks of a selection that are not done; outputs go under ``root``.
 
     ``partitions`` is ``(first, last)`` or ``"first..last"``; ``tasks`` names tasks. ``strict`` fails a
     task that reads what its declared graph does not explain; ``inject_failure`` names tasks that fail
-    as a drill without running their code. Bad input raises ``InvalidInput`` before anything is written.
+    as a drill without running their code. ``started_by`` (a trigger, its planned time) is kept with the
+    run for ``vardiya pipeline triggers``. Bad input raises ``InvalidInput`` before anything is written.
     """
     return _start(
         store, _graph(pipeline), mode=RunMode.RUN, root=root, partitions=_partition_range(partitions),
         tasks=_names(tasks), rerun_task=None, concurrency=concurrency, fail_fast=fail_fast, strict=strict,
         inject_failure=_names(inject_failure) or (), plan_upstream=plan_upstream, clock=clock,
+        extra={"started_by": dict(started_by)} if started_by else None,
     )
 
 

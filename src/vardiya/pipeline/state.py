@@ -76,7 +76,7 @@ _OPEN_ATTEMPT = """
 INSERT INTO pipeline_task_runs (run_id, pipeline, task, attempt, state, started_at) VALUES (?, ?, ?, ?, ?, ?)
 RETURNING id
 """
-_CLOSE_ATTEMPT = "UPDATE pipeline_task_runs SET state = ?, finished_at = ?, error = ? WHERE id = ?"
+_CLOSE_ATTEMPT = "UPDATE pipeline_task_runs SET state = ?, finished_at = ?, error = ?, rows = ? WHERE id = ?"
 _CHECKPOINT = """
 UPDATE pipeline_tasks SET state = ?, finished_at = ?, error = NULL, output_path = ?, output_fingerprint = ?,
     rows = ?, materialized_at = ?, materialized_run_id = ?
@@ -167,6 +167,8 @@ class TaskAttempt:
     started_at: datetime
     finished_at: datetime | None
     error: str | None
+    #: Rows the attempt published (None: it failed, or was recorded before vardiya kept the figure).
+    rows: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -237,6 +239,7 @@ def _attempt(row: sa.Row[Any]) -> TaskAttempt:
         started_at=row.started_at,
         finished_at=row.finished_at,
         error=row.error,
+        rows=row.rows,
     )
 
 
@@ -470,10 +473,10 @@ class PipelineState:
             finished = to_driver(end.finished_at)
             output = end.output
             if output is None:
-                closed.append((TaskState.FAILED.value, finished, end.error, end.attempt_id))
+                closed.append((TaskState.FAILED.value, finished, end.error, None, end.attempt_id))
                 failures.append((TaskState.FAILED.value, finished, end.error, pipeline, end.task))
             else:
-                closed.append((TaskState.SUCCEEDED.value, finished, None, end.attempt_id))
+                closed.append((TaskState.SUCCEEDED.value, finished, None, output.rows, end.attempt_id))
                 checkpoints.append((
                     TaskState.SUCCEEDED.value, finished, output.path, output.fingerprint, output.rows, finished,
                     run_id, pipeline, end.task,

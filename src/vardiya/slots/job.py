@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import ensure_aware
 from ..errors import ConfigurationError, InvalidInput
+from ..schedule.catchup import CatchUpPolicy
 from .scheme import Period, SlotPosition, SlotScheme
 
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ class SlotJob:
       job's history begins at the first period the ledger has for it.
     - ``max_attempts``: a record that failed this many times in a period is given up for that period
       (it stays ``failed`` in the ledger and in the reports) instead of being retried by every tick.
+    - ``downtime``: which ticks ``vardiya scheduler`` fires after no scheduler ran (``CatchUpPolicy``;
+      by default the latest missed one, whose backlog then takes the records of the others).
     """
 
     name: str
@@ -109,6 +112,7 @@ class SlotJob:
     batch_size: int | None = None
     scheme_changes: tuple[SchemeChange, ...] = ()
     start: datetime | None = None
+    downtime: CatchUpPolicy = field(default_factory=CatchUpPolicy)
     flush_every: int = 500
     handler_takes_context: bool = field(init=False, default=True)
 
@@ -168,6 +172,8 @@ class SlotJob:
         object.__setattr__(self, "scheme_changes", changes)
         if self.start is not None:
             object.__setattr__(self, "start", ensure_aware(self.start, f"job {self.name!r} start"))
+        if not isinstance(self.downtime, CatchUpPolicy):
+            raise ConfigurationError(f"job {self.name!r}: downtime must be a CatchUpPolicy, got {self.downtime!r}")
         object.__setattr__(self, "handler_takes_context", _accepts_context(self.handler))
 
     def scheme_at(self, moment: datetime) -> SlotScheme:

@@ -38,6 +38,7 @@ DST policy (wall-time periods)
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Iterable, Iterator
@@ -314,6 +315,9 @@ class SlotScheme:
         return (utc - _UTC_EPOCH) // self.period
 
     def _period(self, index: int) -> Period:
+        return _cached_period(self, index)  # a pure function of the scheme: every job sharing it asks
+
+    def _compute_period(self, index: int) -> Period:
         zone = self.zone
         if not self.wall_time:
             start = _UTC_EPOCH + index * self.period
@@ -391,8 +395,16 @@ class SlotScheme:
 
     # -- ticks --------------------------------------------------------------------------------------
 
-    def _period_ticks(self, index: int, offsets: list[timedelta]) -> Iterator[tuple[datetime, int, int]]:
-        """(UTC instant, period index, slot) of every tick of one period, in no particular order."""
+    def _period_ticks(self, index: int, offsets: list[timedelta]) -> tuple[tuple[datetime, int, int], ...]:
+        """(UTC instant, period index, slot) of every tick of one period, in no particular order.
+
+        Cached: the scheduler asks for the same periods of the same scheme for every job that shares
+        it, twice a step (what is due, what comes next), and laying out a wall-time day through its
+        zone is most of a step's cost (benchmarks/README.md, bench_scheduler).
+        """
+        return _cached_period_ticks(self, index, tuple(offsets))
+
+    def _compute_period_ticks(self, index: int, offsets: list[timedelta]) -> Iterator[tuple[datetime, int, int]]:
         length = self.window_length
         period_offset = self.period * index
         for position in range(self.slots):
@@ -469,6 +481,18 @@ class SlotScheme:
                 periods = {index: period}
             index += 1
         yield from ready(None)
+
+
+@functools.lru_cache(maxsize=4_096)
+def _cached_period(scheme: SlotScheme, index: int) -> Period:
+    return scheme._compute_period(index)
+
+
+@functools.lru_cache(maxsize=4_096)
+def _cached_period_ticks(
+    scheme: SlotScheme, index: int, offsets: tuple[timedelta, ...]
+) -> tuple[tuple[datetime, int, int], ...]:
+    return tuple(scheme._compute_period_ticks(index, list(offsets)))
 
 
 def parse_scheme(text: str, *, period: timedelta = DAY, tz: str = "UTC") -> SlotScheme:

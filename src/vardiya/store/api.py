@@ -22,6 +22,7 @@ from .dedup import DedupKeys
 from .engine import READ_ONLY, create_store_engine, driver_errors
 from .items import WorkItems
 from .ledger import Ledger
+from .schedules import Schedules
 from .migrate import SchemaState, SchemaVersion, head_revision, read_version, upgrade
 from .url import Backend, StoreURL, parse_store_url, resolve_store_url
 
@@ -39,6 +40,7 @@ class Store:
         self.items = WorkItems(self)
         self.ledger = Ledger(self)
         self.dedup = DedupKeys(self)
+        self.schedules = Schedules(self)
 
     @property
     def backend(self) -> Backend:

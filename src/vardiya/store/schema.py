@@ -24,6 +24,7 @@ __all__ = [
     "pipeline_runs",
     "pipeline_task_runs",
     "pipeline_tasks",
+    "schedules",
     "invocation_calls",
     "stream_lanes",
     "stream_records",
@@ -246,6 +247,8 @@ pipeline_task_runs = sa.Table(
     sa.Column("started_at", UTCDateTime, nullable=False),
     sa.Column("finished_at", UTCDateTime),
     sa.Column("error", sa.Text),
+    # What the attempt published: 0 is a run that found nothing (a schedule that fired before the data).
+    sa.Column("rows", sa.Integer),
     sa.Index("ix_pipeline_task_runs_run_id", "run_id"),
     sa.Index("ix_pipeline_task_runs_pipeline", "pipeline", "task"),
 )
@@ -323,4 +326,26 @@ invocation_calls = sa.Table(
     sa.Column("error", sa.Text),
     sa.Index("ix_invocation_calls_handler", "handler", "started_at"),
     sa.Index("ix_invocation_calls_item_id", "item_id"),
+)
+
+
+# -- services ---------------------------------------------------------------------------------------
+
+# One row per schedule the scheduler keeps (a slot job's ticks, a pipeline trigger): how far it has
+# planned. Every scheduler reads and advances the same row, so a restarted or second scheduler starts
+# where the others are; what it fires is a work item keyed by the planned time, so a tick is enqueued
+# once however many schedulers fire it. ``skipped`` counts the ticks the catch-up policy passed by
+# (their records are the backlog's), with the span it last passed by.
+schedules = sa.Table(
+    "schedules",
+    metadata,
+    sa.Column("name", sa.String(500), primary_key=True),
+    sa.Column("planned_through", UTCDateTime),
+    sa.Column("fired", sa.BigInteger, nullable=False),
+    sa.Column("skipped", sa.BigInteger, nullable=False),
+    sa.Column("skipped_from", UTCDateTime),
+    sa.Column("skipped_to", UTCDateTime),
+    sa.Column("checked_at", UTCDateTime),
+    sa.Column("updated_by", sa.String(200)),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
 )

@@ -1,0 +1,167 @@
+"""``vardiya scheduler`` and ``vardiya status``: the scheduler as a process, and what the store says.
+
+``scheduler`` fires the app's planned ticks and pipeline triggers as work items until SIGTERM or
+SIGINT (it finishes the step in hand and exits 0); ``worker`` (in ``cli/invoke.py``) runs them.
+Both take ``--metrics-port`` (a Prometheus endpoint) and ``--log-format json`` (structured logs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import click
+from rich.table import Table
+
+from ..app import load_app
+from ..errors import InvalidInput
+from ..service.logs import LogFormat, configure_logging
+from ..service.metrics import ServiceMetrics, serve_metrics
+from ..service.scheduler import Scheduler, check_schedulable
+from ..service.status import status_report
+from .context import Settings, emit_json, global_options, pass_settings
+
+__all__ = ["metrics_for", "scheduler", "service_options", "service_store", "status", "while_signalled"]
+
+
+def service_options(command: Any) -> Any:
+    """``--metrics-port`` and ``--log-format``, shared by both services."""
+    command = click.option(
+        "--log-format", type=click.Choice([f.value for f in LogFormat]), default=LogFormat.TEXT.value,
+        show_default=True, help="Logs on stderr as text lines or one JSON object per line.",
+    )(command)
+    return click.option(
+        "--metrics-port", type=int, default=None, metavar="PORT",
+        help="Serve Prometheus metrics on this port (/metrics).",
+    )(command)
+
+
+def metrics_for(port: int | None) -> ServiceMetrics | None:
+    """A metrics registry served on ``port`` (None: no endpoint, nothing counted); before a store is opened,
+    so a bad port writes nothing. ``watch(store)`` adds the store's figures once it is open."""
+    if port is None:
+        return None
+    if not 0 < port < 65536:
+        raise InvalidInput(f"--metrics-port {port} is not a port; give a number from 1 to 65535")
+    metrics = ServiceMetrics()
+    try:
+        serve_metrics(metrics, port)
+    except OSError as error:
+        raise InvalidInput(f"--metrics-port {port} cannot be served ({error.strerror}); pick a free port") from None
+    return metrics
+
+
+@contextlib.contextmanager
+def service_store(settings: Settings, log_format: str, metrics_port: int | None) -> Iterator[tuple[Any, ServiceMetrics | None]]:
+    """What both services start with: logs configured, the metrics endpoint up (before the store is
+    opened, so a bad port writes nothing), then the store, whose figures the endpoint then reports."""
+    configure_logging(log_format)
+    metrics = metrics_for(metrics_port)
+    with settings.open_store() as store:
+        if metrics is not None:
+            metrics.watch(store)
+        yield store, metrics
+
+
+def while_signalled(stop: Any, work: Any) -> Any:
+    """Run ``work()`` with SIGTERM and SIGINT calling ``stop()``; the old handlers come back after.
+
+    ``stop()`` runs in a thread of its own, not in the handler: a handler runs in the main thread
+    between two bytecodes, possibly while that thread holds the lock of the very ``threading.Event``
+    that ``stop()`` sets (inside ``Event.wait``), and ``Event.set`` would then wait for it forever. A
+    scheduler on PostgreSQL was seen hanging on SIGTERM that way.
+    """
+
+    def handle(*_: Any) -> None:
+        threading.Thread(target=stop, name="vardiya-stop", daemon=True).start()
+
+    previous = {number: signal.signal(number, handle) for number in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return work()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+@click.command()
+@global_options
+@click.option("--only", "only", multiple=True, metavar="NAME", help="Only this slot job or pipeline (repeatable).")
+@click.option("--poll-max", type=float, default=1.0, show_default=True, help="Longest sleep between steps, seconds.")
+@click.option("--lead", type=float, default=1.0, show_default=True, help="Enqueue ticks this many seconds before they are due.")
+@click.option("--steps", type=int, default=None, hidden=True, help="Stop after this many steps (for scripts).")
+@service_options
+@click.option("--json", "as_json", is_flag=True, help="Print the scheduler's report as one JSON document.")
+@pass_settings
+def scheduler(
+    settings: Settings, only: tuple[str, ...], poll_max: float, lead: float, steps: int | None, metrics_port: int | None,
+    log_format: str, as_json: bool,
+) -> int:
+    """Fire the planned ticks of every slot job and the triggers of every pipeline, as work items."""
+    if poll_max <= 0:
+        raise InvalidInput(f"--poll-max must be more than 0 seconds, got {poll_max}")
+    if lead < 0:
+        raise InvalidInput(f"--lead must be 0 or more seconds, got {lead}")
+    app = load_app(settings.app)
+    check_schedulable(app, only)
+    with service_store(settings, log_format, metrics_port) as (store, metrics):
+        running = Scheduler(
+            store, app, only=only or None, poll_max=poll_max, lead=timedelta(seconds=lead), metrics=metrics
+        )
+        report = while_signalled(running.stop, lambda: running.run(steps=steps))
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        settings.console.print(
+            f"scheduler {running.owner}: {report.steps} steps, fired {report.fired}, passed by {report.skipped}"
+        )
+    return 0
+
+
+@click.command()
+@global_options
+@click.option("--late-after", type=float, default=60.0, show_default=True, help="Seconds due before an item counts as late.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@pass_settings
+def status(settings: Settings, late_after: float, as_json: bool) -> int:
+    """What is due, late, running, failed and dead; per slot job and pipeline with --app."""
+    if late_after < 0:
+        raise InvalidInput(f"--late-after must be 0 or more seconds, got {late_after}")
+    app = load_app(settings.app) if settings.app else None
+    with settings.open_store() as store:
+        document = status_report(store, app, late_after=timedelta(seconds=late_after))
+    if as_json:
+        emit_json(document)
+        return 0
+    console = settings.console
+    table = Table(title=f"work items ({document['store']})")
+    columns = ["due", "late", "pending", "running", "failed", "dead", "succeeded"]
+    table.add_column("family")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for family, counts in sorted(document["items"].items()):
+        table.add_row(family, *(str(counts[column]) for column in columns))
+    console.print(table)
+    if document["jobs"]:
+        jobs = Table(title="slot jobs")
+        for column in ("job", "next tick", "fired", "passed by", "lateness p50/p99 s", "period", "done", "failed"):
+            jobs.add_column(column, justify="left" if column in ("job", "next tick", "period") else "right")
+        for job in document["jobs"]:
+            p50, p99 = job["lateness_p50_s"], job["lateness_p99_s"]
+            jobs.add_row(
+                job["job"], job["next_tick"] or "-", str(job["fired"]), str(job["skipped"]),
+                "-" if p50 is None else f"{p50:.3f} / {p99:.3f}", job["period"], str(job["done"]),
+                str(job["failed_records"]),
+            )
+        console.print(jobs)
+    for entry in document["pipelines"]:
+        states = ", ".join(f"{state} {count}" for state, count in entry["tasks"].items() if count)
+        console.print(f"pipeline {entry['pipeline']}: {states or 'no tasks run'}")
+        for trigger in entry["triggers"]:
+            console.print(f"  trigger {trigger['trigger']} ({trigger['describe']}): fired {trigger['fired']}")
+    verdict = "healthy" if document["healthy"] else f"{document['late']} late, {document['dead']} dead"
+    console.print(verdict)
+    return 0

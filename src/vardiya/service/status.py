@@ -1,0 +1,145 @@
+"""``vardiya status``: what is due, late, running, failed and dead, per family of work and per job.
+
+Read-only. From the store alone it tells the work items per family (tick, pipeline, call, batch) and
+state: *due* is ready and past its run_after but not started, *late* is due for longer than
+``late_after`` (workers are missing or behind), *failed* is waiting for a retry, *dead* needs a person
+(``vardiya dlq``). With the app it adds, per slot job, the schedule (planned through, next tick, ticks
+fired and passed by), the last tick, the start lateness of recent ticks (p50 / p99), and the ledger of
+the current period; per pipeline, its tasks by state and each trigger's progress.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from ..invoke.metrics import percentile
+from ..pipeline.state import status as pipeline_status
+from ..schedule.plan import TICK_PREFIX, TickSchedule, tick_kind
+from ..store.records import ItemState, LedgerStatus
+from ..store.schema import work_items
+from .metrics import family_of
+
+if TYPE_CHECKING:
+    from ..app import App
+    from ..store.api import Store
+
+__all__ = ["RECENT_TICKS", "status_report"]
+
+#: How many of a job's latest ticks the lateness figures cover.
+RECENT_TICKS = 100
+_STATES = [state.value for state in ItemState]
+
+
+def _text(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def status_report(store: Store, app: App | None = None, *, late_after: timedelta = timedelta(seconds=60)) -> dict[str, Any]:
+    """The document of ``vardiya status --json``."""
+    now = store.clock.now()
+    c = work_items.c
+    families: dict[str, dict[str, int]] = {}
+
+    def family(name: str) -> dict[str, int]:
+        return families.setdefault(name, {**{state: 0 for state in _STATES}, "due": 0, "late": 0})
+
+    ready = [ItemState.PENDING, ItemState.FAILED]
+    late_items: list[dict[str, Any]] = []
+    with store.reading() as connection:
+        for kind, state, count in connection.execute(sa.select(c.kind, c.state, sa.func.count()).group_by(c.kind, c.state)):
+            family(family_of(kind))[ItemState(state).value] += count
+        for kind, count in connection.execute(
+            sa.select(c.kind, sa.func.count()).where(c.state.in_(ready), c.run_after <= now).group_by(c.kind)
+        ):
+            family(family_of(kind))["due"] += count
+        for kind, count in connection.execute(
+            sa.select(c.kind, sa.func.count()).where(c.state.in_(ready), c.run_after <= now - late_after).group_by(c.kind)
+        ):
+            family(family_of(kind))["late"] += count
+        for row in connection.execute(
+            sa.select(c.id, c.kind, c.key, c.run_after, c.attempts)
+            .where(c.state.in_(ready), c.run_after <= now - late_after)
+            .order_by(c.run_after)
+            .limit(20)
+        ):
+            late_items.append({
+                "id": row.id, "kind": row.kind, "key": row.key, "due_since": _text(row.run_after),
+                "late_s": (now - row.run_after).total_seconds(), "attempts": row.attempts,
+            })
+    schedules = {state.name: state for state in store.schedules.all()}
+    document: dict[str, Any] = {
+        "now": now.isoformat(),
+        "store": store.url,
+        "late_after_s": late_after.total_seconds(),
+        "items": families,
+        "due": sum(counts["due"] for counts in families.values()),
+        "late": sum(counts["late"] for counts in families.values()),
+        "running": sum(counts[ItemState.RUNNING.value] for counts in families.values()),
+        "failed": sum(counts[ItemState.FAILED.value] for counts in families.values()),
+        "dead": sum(counts[ItemState.DEAD.value] for counts in families.values()),
+        "late_items": late_items,
+        "jobs": [],
+        "pipelines": [],
+        "schedules": [state.to_json() for state in schedules.values()],
+    }
+    if app is not None:
+        document["jobs"] = [_job(store, app, name, schedules, now) for name in sorted(app.slot_jobs)]
+        document["pipelines"] = [_pipeline(store, app, name, schedules) for name in sorted(app.pipelines)]
+    document["healthy"] = not (document["late"] or document["dead"])
+    return document
+
+
+def _job(store: Store, app: App, name: str, schedules: dict[str, Any], now: datetime) -> dict[str, Any]:
+    job = app.slot_jobs[name]
+    schedule = TickSchedule(job)
+    state = schedules.get(f"{TICK_PREFIX}{name}")
+    through = state.planned_through if state is not None else None
+    c = work_items.c
+    with store.reading() as connection:
+        results = connection.execute(
+            sa.select(c.result)
+            .where(c.kind == tick_kind(name), c.state == ItemState.SUCCEEDED)
+            .order_by(c.key.desc())
+            .limit(RECENT_TICKS)
+        ).scalars().all()
+    lateness = sorted(float(result["lateness_s"]) for result in results if result and "lateness_s" in result)
+    period = job.scheme_at(now).period_of(now)
+    counts = store.ledger.counts(name, period.key)
+    last = results[0] if results else None
+    return {
+        "job": name,
+        "planned_through": _text(through),
+        "next_tick": _text(schedule.next_after(max(through, now) if through is not None else now)),
+        "fired": state.fired if state is not None else 0,
+        "skipped": state.skipped if state is not None else 0,
+        "last_tick": last,
+        "lateness_p50_s": percentile(lateness, 0.50) if lateness else None,
+        "lateness_p99_s": percentile(lateness, 0.99) if lateness else None,
+        "lateness_ticks": len(lateness),
+        "period": period.key,
+        "done": counts[LedgerStatus.DONE],
+        "failed_records": counts[LedgerStatus.FAILED],
+    }
+
+
+def _pipeline(store: Store, app: App, name: str, schedules: dict[str, Any]) -> dict[str, Any]:
+    entry = app.pipelines[name]
+    summary = pipeline_status(store, entry.graph)
+    triggers = []
+    for trigger in entry.triggers:
+        state = schedules.get(f"pipeline:{name}:{trigger.name}")
+        triggers.append({
+            "trigger": trigger.name, "kind": trigger.kind, "describe": trigger.describe(),
+            "fired": state.fired if state is not None else 0,
+            "planned_through": _text(state.planned_through) if state is not None else None,
+            "checked_at": _text(state.checked_at) if state is not None else None,
+        })
+    return {
+        "pipeline": name,
+        "tasks": {state.value: count for state, count in summary.counts.items()},
+        "stale": list(summary.stale),
+        "triggers": triggers,
+    }

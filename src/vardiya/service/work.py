@@ -1,0 +1,135 @@
+"""What a worker does with the items the scheduler fires: run a tick, run a triggered pipeline.
+
+A tick item carries its planned time; the worker runs ``run_tick`` for exactly that time, so the
+tick processes the slot it was planned for however late it starts, and its report (with the lateness
+of its start) becomes the item's result. Records that fail are the ledger's business (compensation
+runs retry them); the item fails only when the tick itself could not run (its source raised, the
+store was unreachable), and is then retried with back-off like any item.
+
+A pipeline item names the trigger and the partition; the worker runs that partition's tasks of the
+trigger's stages with ``run_pipeline`` (which plans the upstream tasks they need and skips what is
+done), recording the trigger and planned time with the run, which is what ``vardiya pipeline
+triggers`` reports. A run with failed or blocked tasks fails its item: the retry runs only what is not
+done, and after the pipeline's ``max_attempts`` the item is a dead letter.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigurationError
+from ..pipeline.run import run_pipeline
+from ..schedule.plan import PIPELINE_PREFIX, TICK_PREFIX, pipeline_kind, tick_kind
+from ..slots.runner import run_tick
+from ..store.records import WorkItem
+
+if TYPE_CHECKING:
+    from ..app import App
+    from ..store.api import Store
+    from .metrics import ServiceMetrics
+
+__all__ = ["ServiceOutcome", "ServiceWork"]
+
+log = logging.getLogger("vardiya.worker")
+#: The longest wait before a failed tick is tried again.
+_TICK_RETRY_CAP_S = 60.0
+
+
+@dataclass(frozen=True)
+class ServiceOutcome:
+    """How an item ended: succeeded with ``result``, or failed with ``error`` (retried at ``retry_at``)."""
+
+    ok: bool
+    result: Any = None
+    error: str | None = None
+    retry_at: datetime | None = None
+
+
+def _error_text(error: BaseException) -> str:
+    return "".join(traceback.format_exception_only(error)).strip()
+
+
+class ServiceWork:
+    """Runs the tick and pipeline items of one app."""
+
+    def __init__(self, store: Store, app: App, *, metrics: ServiceMetrics | None = None) -> None:
+        self.store = store
+        self.app = app
+        self.metrics = metrics
+        self.kinds = sorted([tick_kind(name) for name in app.slot_jobs] + [pipeline_kind(name) for name in app.pipelines])
+
+    def __bool__(self) -> bool:
+        return bool(self.kinds)
+
+    def run(self, item: WorkItem) -> ServiceOutcome:
+        if item.kind.startswith(TICK_PREFIX):
+            return self._tick(item)
+        if item.kind.startswith(PIPELINE_PREFIX):
+            return self._pipeline(item)
+        raise ConfigurationError(f"work item {item.id} of kind {item.kind!r} is not a tick or a pipeline run")
+
+    def _retry_at(self, item: WorkItem, wait_s: float) -> datetime:
+        return self.store.clock.now() + timedelta(seconds=wait_s)
+
+    def _tick(self, item: WorkItem) -> ServiceOutcome:
+        payload = item.payload
+        job = self.app.get_slot_job(payload["job"])
+        planned = datetime.fromisoformat(payload["planned_at"])
+        try:
+            report = run_tick(self.store, job, planned)
+        except Exception as error:  # noqa: BLE001 - the tick could not run: the item is retried
+            wait = min(_TICK_RETRY_CAP_S, 2.0 ** item.attempts)
+            log.error("tick %s %s could not run: %s", job.name, item.key, error, extra={"job": job.name, "key": item.key})
+            return ServiceOutcome(False, error=_error_text(error), retry_at=self._retry_at(item, wait))
+        result = report.to_json()
+        result["attempt"] = item.attempts
+        result["finished_at"] = report.finished_at.isoformat() if report.finished_at else None
+        log.info(
+            "tick %s period %s slot %d: %d processed, %d failed, %d backfilled, started %.3f s after its planned time",
+            job.name, report.period, report.slot, report.processed, report.failed, report.backfilled, report.lateness_s,
+            extra={
+                "job": job.name, "period": report.period, "slot": report.slot, "planned_at": result["planned_at"],
+                "lateness_s": report.lateness_s, "processed": report.processed, "failed": report.failed,
+                "backfilled": report.backfilled, "deadline_hit": report.deadline_hit,
+            },
+        )
+        if self.metrics is not None:
+            self.metrics.tick_done(job.name, report)
+        return ServiceOutcome(True, result=result)
+
+    def _pipeline(self, item: WorkItem) -> ServiceOutcome:
+        payload = item.payload
+        entry = self.app.get_pipeline(payload["pipeline"])
+        trigger = entry.trigger(payload["trigger"])
+        partition = payload.get("partition")
+        tasks = entry.tasks_for(trigger, partition)
+        started_by = {
+            "trigger": trigger.name, "trigger_kind": trigger.kind, "planned_at": payload.get("planned_at"),
+            "partition": partition, "item": item.id, "attempt": item.attempts,
+        }
+        try:
+            result = run_pipeline(
+                self.store, entry.graph, root=entry.root, tasks=tasks, concurrency=entry.concurrency,
+                strict=entry.strict, started_by=started_by,
+            )
+        except Exception as error:  # noqa: BLE001 - e.g. an upstream that is not done: retried later
+            log.error("pipeline %s (%s) could not run: %s", entry.name, trigger.name, error, extra={"pipeline": entry.name})
+            return ServiceOutcome(False, error=_error_text(error), retry_at=self._retry_at(item, entry.retry_wait_s))
+        document = result.to_json()
+        log.info(
+            "pipeline %s run %d (trigger %s, partition %s): %d ran, %d failed, %d blocked, %d skipped",
+            entry.name, result.run_id, trigger.name, partition, len(result.ran), len(result.failed),
+            len(result.blocked), len(result.skipped),
+            extra={"pipeline": entry.name, "run_id": result.run_id, "trigger": trigger.name, "partition": partition},
+        )
+        if self.metrics is not None:
+            self.metrics.pipeline_done(entry.name, result)
+        if result.failed or result.blocked or result.pending:
+            failed = ", ".join(result.failed) or "none"
+            error = f"run {result.run_id}: failed {failed}; {len(result.blocked)} blocked"
+            return ServiceOutcome(False, result=document, error=error, retry_at=self._retry_at(item, entry.retry_wait_s))
+        return ServiceOutcome(True, result=document)
