@@ -98,12 +98,12 @@ app = App("empty")
 
 STATUS_KEYS = {
     "now", "store", "late_after_s", "items", "due", "late", "running", "failed", "dead", "late_items", "jobs",
-    "pipelines", "schedules", "healthy",
+    "pipelines", "schedules", "healthy", "behind",
 }
 FAMILY_KEYS = {"pending", "running", "succeeded", "failed", "dead", "due", "late"}
 JOB_KEYS = {
     "job", "planned_through", "next_tick", "fired", "skipped", "last_tick", "lateness_p50_s", "lateness_p99_s",
-    "lateness_ticks", "period", "done", "failed_records",
+    "lateness_ticks", "period", "done", "failed_records", "behind_s",
 }
 PIPELINE_KEYS = {"pipeline", "tasks", "stale", "triggers"}
 SCHEDULE_KEYS = {"name", "planned_through", "fired", "skipped"}

@@ -200,3 +200,21 @@ def test_after_downtime_the_backlog_recovers_within_catch_up_periods(
     Worker(store, app, heartbeat=False).run(until_idle=True)
     counts = {day: store.ledger.counts("hourly", day)[LedgerStatus.DONE] for day in ("2026-12-01", "2026-12-02", "2026-12-03")}
     assert counts == {"2026-12-01": day1_done, "2026-12-02": 40, "2026-12-03": 30}
+
+
+def test_status_says_when_no_scheduler_fires_the_ticks_that_are_due(store: Store, clock: VirtualClock) -> None:
+    from vardiya.service.status import status_report
+
+    app = hourly_app()
+    at(clock, DAY1 + HOUR * 2)
+    scheduler = Scheduler(store, app)
+    scheduler.step()
+    Worker(store, app, heartbeat=False).run(until_idle=True)
+    report = status_report(store, app, late_after=timedelta(seconds=60))
+    assert (report["behind"], report["healthy"], report["jobs"][0]["behind_s"]) == ([], True, 0.0)
+    at(clock, DAY1 + HOUR * 5 + timedelta(minutes=10))  # the scheduler stopped after 02:00
+    report = status_report(store, app, late_after=timedelta(seconds=60))
+    assert report["behind"] == ["hourly"] and report["healthy"] is False
+    assert report["jobs"][0]["behind_s"] == pytest.approx((HOUR * 2 + timedelta(minutes=10)).total_seconds())
+    scheduler.step()
+    assert status_report(store, app)["behind"] == []

@@ -155,7 +155,7 @@ def test_a_scheduler_down_for_two_periods_catches_up_exactly(store_url: str, tmp
         assert after is not None
         first = min(_planned(row.key) for row in _ticks(store) if _planned(row.key) > before)
         missed = [moment.astimezone(timezone.utc) for moment in planned_ticks(job, before + timedelta(microseconds=1), first + timedelta(microseconds=1))]
-        assert missed[-1] == first and len(missed) >= 12
+        assert missed[-1] == first and len(missed) >= 10  # about two periods (12 ticks), less the 1 s lead
         # Exactly the latest missed tick fired; all the others were passed by, and counted.
         assert after.skipped - skipped_before == len(missed) - 1
         assert (after.skipped_from, after.skipped_to) == (missed[0], missed[-2])

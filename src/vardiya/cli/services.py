@@ -162,6 +162,10 @@ def status(settings: Settings, late_after: float, as_json: bool) -> int:
         console.print(f"pipeline {entry['pipeline']}: {states or 'no tasks run'}")
         for trigger in entry["triggers"]:
             console.print(f"  trigger {trigger['trigger']} ({trigger['describe']}): fired {trigger['fired']}")
-    verdict = "healthy" if document["healthy"] else f"{document['late']} late, {document['dead']} dead"
+    if document["behind"]:
+        console.print(f"[red]behind[/] (due ticks not fired: is a scheduler running?): {', '.join(document['behind'])}")
+    verdict = "healthy" if document["healthy"] else (
+        f"{document['late']} late, {document['dead']} dead, {len(document['behind'])} job(s) behind"
+    )
     console.print(verdict)
     return 0

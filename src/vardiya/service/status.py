@@ -3,7 +3,8 @@
 Read-only. From the store alone it tells the work items per family (tick, pipeline, call, batch) and
 state: *due* is ready and past its run_after but not started, *late* is due for longer than
 ``late_after`` (workers are missing or behind), *failed* is waiting for a retry, *dead* needs a person
-(``vardiya dlq``). With the app it adds, per slot job, the schedule (planned through, next tick, ticks
+(``vardiya dlq``). A job is *behind* when a tick that should have been fired has not been for longer
+than ``late_after``: no scheduler is running, or none keeps up. With the app it adds, per slot job, the schedule (planned through, next tick, ticks
 fired and passed by), the last tick, the start lateness of recent ticks (p50 / p99), and the ledger of
 the current period; per pipeline, its tasks by state and each trigger's progress.
 """
@@ -85,14 +86,19 @@ def status_report(store: Store, app: App | None = None, *, late_after: timedelta
         "pipelines": [],
         "schedules": [state.to_json() for state in schedules.values()],
     }
+    document["behind"] = []
     if app is not None:
-        document["jobs"] = [_job(store, app, name, schedules, now) for name in sorted(app.slot_jobs)]
+        document["jobs"] = [_job(store, app, name, schedules, now, late_after) for name in sorted(app.slot_jobs)]
         document["pipelines"] = [_pipeline(store, app, name, schedules) for name in sorted(app.pipelines)]
-    document["healthy"] = not (document["late"] or document["dead"])
+        # A tick that should have been fired by now and was not: no scheduler is running (or keeping up).
+        document["behind"] = [job["job"] for job in document["jobs"] if job["behind_s"] > late_after.total_seconds()]
+    document["healthy"] = not (document["late"] or document["dead"] or document["behind"])
     return document
 
 
-def _job(store: Store, app: App, name: str, schedules: dict[str, Any], now: datetime) -> dict[str, Any]:
+def _job(
+    store: Store, app: App, name: str, schedules: dict[str, Any], now: datetime, late_after: timedelta
+) -> dict[str, Any]:
     job = app.slot_jobs[name]
     schedule = TickSchedule(job)
     state = schedules.get(f"{TICK_PREFIX}{name}")
@@ -109,10 +115,14 @@ def _job(store: Store, app: App, name: str, schedules: dict[str, Any], now: date
     period = job.scheme_at(now).period_of(now)
     counts = store.ledger.counts(name, period.key)
     last = results[0] if results else None
+    # How long the first tick not yet fired has been due (0: the scheduler is up to date).
+    unfired = schedule.next_after(through) if through is not None else None
+    behind_s = max(0.0, (now - unfired).total_seconds()) if unfired is not None else 0.0
     return {
         "job": name,
         "planned_through": _text(through),
         "next_tick": _text(schedule.next_after(max(through, now) if through is not None else now)),
+        "behind_s": behind_s,
         "fired": state.fired if state is not None else 0,
         "skipped": state.skipped if state is not None else 0,
         "last_tick": last,
