@@ -14,8 +14,8 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -31,9 +31,12 @@ __all__ = [
     "create_store_engine",
     "driver_errors",
     "first_line",
+    "store_error_of",
     "postgres_engine",
     "sqlite_engine",
 ]
+
+T = TypeVar("T")
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -53,13 +56,17 @@ def driver_errors(target: StoreURL) -> Iterator[None]:
     """Turn driver and SQLAlchemy errors raised inside the block into ``StoreError`` subclasses."""
     try:
         yield
-    except sa.exc.DBAPIError as error:
-        operational = isinstance(error, sa.exc.OperationalError)
-        raise _store_error(target, error, getattr(error, "orig", None), operational) from error
-    except sqlite3.Error as error:  # raised by a DriverConnection, which SQLAlchemy does not see
-        raise _store_error(target, error, error, isinstance(error, sqlite3.OperationalError)) from error
-    except sa.exc.SQLAlchemyError as error:
-        raise StoreError(f"store operation failed on {target.display}: {first_line(error)}") from error
+    except (sa.exc.SQLAlchemyError, sqlite3.Error) as error:
+        raise store_error_of(target, error) from error
+
+
+def store_error_of(target: StoreURL, error: sa.exc.SQLAlchemyError | sqlite3.Error) -> StoreError:
+    """The ``StoreError`` that ``driver_errors`` raises for ``error``."""
+    if isinstance(error, sa.exc.DBAPIError):
+        return _store_error(target, error, getattr(error, "orig", None), isinstance(error, sa.exc.OperationalError))
+    if isinstance(error, sqlite3.Error):  # raised by a DriverConnection, which SQLAlchemy does not see
+        return _store_error(target, error, error, isinstance(error, sqlite3.OperationalError))
+    return StoreError(f"store operation failed on {target.display}: {first_line(error)}")
 
 
 def _store_error(target: StoreURL, error: BaseException, orig: Any, operational: bool) -> StoreError:
@@ -171,12 +178,25 @@ class DriverConnection:
     the store is used again; a forked child opens its own instead of touching its parent's.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, target: StoreURL | None = None) -> None:
         self._engine = engine
+        self._target = target
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
+        self._cursor: sqlite3.Cursor | None = None
         self._pid = 0
         event.listen(engine, "engine_disposed", self._close)
+
+    def _open(self) -> tuple[sqlite3.Connection, sqlite3.Cursor]:
+        """The connection and its cursor for this process (under the lock)."""
+        connection, cursor = self._connection, self._cursor
+        if connection is None or cursor is None or self._pid != os.getpid():
+            proxied = self._engine.raw_connection()
+            connection = self._connection = proxied.driver_connection
+            proxied.detach()
+            cursor = self._cursor = connection.cursor()
+            self._pid = os.getpid()
+        return connection, cursor
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -185,12 +205,7 @@ class DriverConnection:
         The block may roll back itself; the commit at the end is then a no-op.
         """
         with self._lock:
-            connection = self._connection
-            if connection is None or self._pid != os.getpid():
-                proxied = self._engine.raw_connection()
-                connection = self._connection = proxied.driver_connection
-                proxied.detach()
-                self._pid = os.getpid()
+            connection, _cursor = self._open()
             connection.execute("BEGIN IMMEDIATE")
             try:
                 yield connection
@@ -199,11 +214,39 @@ class DriverConnection:
                 if connection.in_transaction:
                     connection.rollback()
 
+    def run(self, work: Callable[..., T], *args: Any) -> T:
+        """``work(cursor, *args)`` in a ``BEGIN IMMEDIATE`` transaction, committed when it returns.
+
+        ``transaction`` for the hot statements, which run a few hundred times a second: no generator
+        context managers, one cursor kept (so ``BEGIN`` and ``COMMIT`` are prepared statements the
+        driver caches, where ``Connection.commit`` prepares its ``COMMIT`` every time), and driver errors
+        turned into ``StoreError`` here (the ``target`` given at construction). ``work`` may roll back
+        itself; nothing is committed then. Rolled back if ``work`` raises.
+        """
+        try:
+            with self._lock:
+                connection, cursor = self._open()
+                cursor.execute("BEGIN IMMEDIATE")
+                try:
+                    result = work(cursor, *args)
+                    if connection.in_transaction:
+                        cursor.execute("COMMIT")
+                    return result
+                except BaseException:
+                    if connection.in_transaction:
+                        connection.rollback()
+                    raise
+        except (sa.exc.SQLAlchemyError, sqlite3.Error) as error:
+            if self._target is None:
+                raise
+            raise store_error_of(self._target, error) from error
+
     def _close(self, _engine: Engine) -> None:
         with self._lock:
             if self._connection is not None and self._pid == os.getpid():
                 self._connection.close()
             self._connection = None
+            self._cursor = None
 
 
 def _register_sqlite_functions(dbapi_connection: sqlite3.Connection) -> None:

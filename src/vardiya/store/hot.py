@@ -16,7 +16,13 @@ whose row count is checked, with ``RETURNING`` only when some item was no longer
 gathers its rows in a temporary table before it hands them out: for the claim benchmark's 20,000 items
 the SQLite and driver work of an ``UPDATE ... RETURNING`` claim and a ``RETURNING`` completion is
 1,093 M instructions (counted under valgrind), and 845 M this way (the raw loop's: 445 M). The id lists
-are bound as ``IN (?, ...)`` padded to a power of two, so few statement texts fill the driver's cache.
+are bound as ``IN (?, ...)`` of their exact size (padding them to a power of two cost 1.5 % of the
+claim loop in duplicate ids); a worker claims and completes batches of a few sizes, and the driver's
+statement cache keeps the texts it uses.
+
+Work-item times are ``types.UTCMicros``: on SQLite, integers of microseconds (``_sqlite_item_time``);
+the other tables' times are ``UTCDateTime``'s text (``HotSQL.time``). A claimed ``WorkItem`` is its
+row (``records.CLAIM_ROW_FIELDS``) and a tail all the claim's items share (``records.claim_tail``).
 """
 
 from __future__ import annotations
@@ -24,19 +30,38 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Collection, Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from ..clock import ensure_aware
-from .records import ItemState, WorkItem, new_work_item_parts, record_key, work_item
+from .records import CLAIM_ROW_FIELDS, WorkItem, claim_tail, claimed_items, record_key
 from .url import Backend
 
 __all__ = ["HotSQL", "hot_sql"]
 
-_CLAIMED_COLUMNS = "id, kind, key, payload, attempts, max_attempts, run_after, created_at, last_error"
+# records.CLAIM_ROW_FIELDS, read before the claim's UPDATE (so the attempt it counts is added here). The
+# sqlite3 module hands over a column value at 500-1,000 instructions (it releases the GIL around each),
+# the most of it when the value is text: so ``kind`` is NULL when it is the claim's usual kind (the first
+# parameter, the claim tail's kind), and ``created_at`` when it equals ``run_after``.
+_SQLITE_CLAIMED = (
+    ("id", "id"),
+    ("kind", "nullif(kind, ?)"),
+    ("key", "key"),
+    ("payload", "payload"),
+    ("attempts", "attempts + 1"),
+    ("max_attempts", "max_attempts"),
+    ("run_after", "run_after"),
+    ("created_at", "nullif(created_at, run_after)"),
+    ("last_error", "last_error"),
+)
+if tuple(field for field, _column in _SQLITE_CLAIMED) != CLAIM_ROW_FIELDS:
+    raise ImportError(f"hot.py's claim reads {_SQLITE_CLAIMED}; records.CLAIM_ROW_FIELDS is {CLAIM_ROW_FIELDS}")
+_SQLITE_CLAIMED_COLUMNS = ", ".join(column for _field, column in _SQLITE_CLAIMED)
 
 _SQLITE_READY = f"""
-SELECT {_CLAIMED_COLUMNS} FROM work_items INDEXED BY ix_work_items_ready
+SELECT {_SQLITE_CLAIMED_COLUMNS} FROM work_items INDEXED BY ix_work_items_ready
  WHERE state IN ('pending', 'failed') AND run_after <= ?{{kinds}}
  ORDER BY run_after, id LIMIT ?
 """
@@ -48,8 +73,8 @@ UPDATE work_items
  WHERE id IN ({marks})
 """
 
-# The columns of _CLAIMED_COLUMNS; the payload comes back as text, decoded when the WorkItem's payload
-# is first read.
+# records.CLAIM_ROW_FIELDS (attempts as the UPDATE left it); the payload comes back as text, decoded
+# when the WorkItem's payload is first read.
 _POSTGRES_CLAIM = """
 WITH picked AS (
     SELECT id FROM work_items
@@ -81,16 +106,27 @@ RETURNING id
 _SQLITE_IDS_PER_STATEMENT = 512
 
 
-def _id_chunks(ids: Sequence[int]) -> Iterator[tuple[int, tuple[int, ...]]]:
-    """``ids`` in chunks for ``IN (?, ...)``, each padded (with its last id) to a power-of-two size."""
+def _id_chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
+    """``ids`` in chunks of at most ``_SQLITE_IDS_PER_STATEMENT`` for ``IN (?, ...)``."""
+    if len(ids) <= _SQLITE_IDS_PER_STATEMENT:
+        yield ids
+        return
     for start in range(0, len(ids), _SQLITE_IDS_PER_STATEMENT):
-        chunk = tuple(ids[start : start + _SQLITE_IDS_PER_STATEMENT])
-        size = 1 << (len(chunk) - 1).bit_length()
-        yield size, chunk + (chunk[-1],) * (size - len(chunk))
+        yield ids[start : start + _SQLITE_IDS_PER_STATEMENT]
 
 
 def _marks(size: int) -> str:
     return ", ".join(["?"] * size)
+
+
+@lru_cache(maxsize=256)
+def _sqlite_take(size: int) -> str:
+    return _SQLITE_TAKE.format(marks=_marks(size))
+
+
+@lru_cache(maxsize=256)
+def _sqlite_complete(size: int, returning: bool) -> str:
+    return _SQLITE_COMPLETE.format(marks=_marks(size), returning="\nRETURNING id" if returning else "")
 
 
 _LEDGER_COLUMNS = (
@@ -114,8 +150,8 @@ ON CONFLICT (job, period, record) DO UPDATE SET
 """
 
 
-def _sqlite_time(moment: datetime | None) -> str | None:
-    """UTC text in SQLAlchemy's SQLite DATETIME format, which sorts and compares as time."""
+def _sqlite_text_time(moment: datetime | None) -> str | None:
+    """UTC text in SQLAlchemy's SQLite DATETIME format (``UTCDateTime``), which sorts and compares as time."""
     if moment is None:
         return None
     utc = ensure_aware(moment, "timestamp")
@@ -125,8 +161,21 @@ def _sqlite_time(moment: datetime | None) -> str | None:
     )
 
 
-def _sqlite_read_time(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _sqlite_item_time(moment: datetime | None) -> int | None:
+    """A work-item time as SQLite stores it (``types.UTCMicros``): microseconds since the epoch."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None or moment.tzinfo.utcoffset(moment) is None:
+        ensure_aware(moment, "timestamp")  # raises, saying why
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+# The name streams.py imports for the work items it inserts as driver SQL: the work-item format.
+_sqlite_time = _sqlite_item_time
 
 
 def _postgres_time(moment: datetime | None) -> datetime | None:
@@ -139,7 +188,7 @@ class HotSQL:
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         sqlite = backend is Backend.SQLITE
-        self._time = _sqlite_time if sqlite else _postgres_time
+        self._time = _sqlite_text_time if sqlite else _postgres_time
         marks = ", ".join(["?" if sqlite else "%s"] * len(_LEDGER_COLUMNS))
         self.ledger_upsert = _LEDGER_UPSERT.format(columns=", ".join(_LEDGER_COLUMNS), marks=marks)
         claim = _SQLITE_READY if sqlite else _POSTGRES_CLAIM
@@ -147,25 +196,21 @@ class HotSQL:
         self._claim_kinds = claim.format(
             kinds=" AND kind IN (SELECT value FROM json_each(?))" if sqlite else " AND kind = ANY(%s)"
         )
-        sizes = _id_list_sizes() if sqlite else []
-        self._take = {size: _SQLITE_TAKE.format(marks=_marks(size)) for size in sizes}
-        self._complete = {
-            (size, returning): _SQLITE_COMPLETE.format(
-                marks=_marks(size), returning="\nRETURNING id" if returning else ""
-            )
-            for size in sizes
-            for returning in (False, True)
-        }
+        self._item_time = _sqlite_item_time if sqlite else _postgres_time
 
     def time(self, moment: datetime | None) -> Any:
-        """A timestamp as the driver takes it for a UTCDateTime column."""
+        """A timestamp as the driver takes it for a UTCDateTime column (every table but work_items)."""
         return self._time(moment)
+
+    def item_time(self, moment: datetime | None) -> Any:
+        """A timestamp as the driver takes it for a work_items column (``UTCMicros``)."""
+        return self._item_time(moment)
 
     def claim(
         self, n: int, kinds: Sequence[str] | None, owner: str, now: datetime, until: datetime
     ) -> tuple[str, tuple[Any, ...]]:
         """The PostgreSQL claim statement and its parameters (SQLite claims with ``sqlite_claim``)."""
-        t_now, t_until = self._time(now), self._time(until)
+        t_now, t_until = self._item_time(now), self._item_time(until)
         ready = (t_now, list(kinds), n) if kinds else (t_now, n)
         return (self._claim_kinds if kinds else self._claim_any), (*ready, owner, t_until, t_now, t_now)
 
@@ -174,36 +219,34 @@ class HotSQL:
 
         What the claim itself set is filled in, not read back.
         """
-        items = [
-            work_item(
-                (item_id, kind, key, None, ItemState.RUNNING, attempts, max_attempts, run_after, owner, until,
-                 last_error, None, created_at, now),
-                payload,
-            )
-            for item_id, kind, key, payload, attempts, max_attempts, run_after, created_at, last_error in rows
-        ]
-        items.sort(key=_run_after_and_id)
-        return items
+        return claimed_items(sorted(map(tuple, rows), key=_run_after_and_id), claim_tail(owner, until, now))
 
     def sqlite_claim(
         self,
-        connection: sqlite3.Connection,
+        connection: sqlite3.Connection | sqlite3.Cursor,
         n: int,
         kinds: Sequence[str] | None,
         owner: str,
         now: datetime,
         until: datetime,
+        usual_kind: str | None = None,
     ) -> list[WorkItem]:
-        """Claim on the driver connection, inside its open ``BEGIN IMMEDIATE`` transaction."""
-        t_now = _sqlite_time(now)
-        ready = (t_now, json.dumps(list(kinds)), n) if kinds else (t_now, n)
+        """Claim on the driver connection (or a cursor of it), inside its open ``BEGIN IMMEDIATE`` transaction.
+
+        ``usual_kind``: the kind most of the items are expected to have (any guess is correct; a good
+        one is cheaper): the only one of ``kinds``, else the kind of the caller's last claim.
+        """
+        t_now = _sqlite_item_time(now)
+        if kinds and len(kinds) == 1:
+            usual_kind = kinds[0]
+        ready = (usual_kind, t_now, json.dumps(list(kinds)), n) if kinds else (usual_kind, t_now, n)
         rows = connection.execute(self._claim_kinds if kinds else self._claim_any, ready).fetchall()
         if not rows:
             return []
-        claimed = (owner, _sqlite_time(until), t_now, t_now)
-        for size, chunk in _id_chunks([row[0] for row in rows]):
-            connection.execute(self._take[size], claimed + chunk)
-        return _sqlite_claimed(rows, owner, now, until)
+        claimed = (owner, _sqlite_item_time(until), t_now, t_now)
+        for chunk in _id_chunks(list(map(_first, rows))):
+            connection.execute(_sqlite_take(len(chunk)), (*claimed, *chunk))
+        return claimed_items(rows, claim_tail(owner, until, now, usual_kind))
 
     def complete_statements(
         self, ids: Collection[int], owner: str, now: datetime, *, returning: bool = True
@@ -213,10 +256,11 @@ class HotSQL:
         With ``returning`` each returns the ids it changed; without (SQLite only), count the changed rows.
         """
         if self.backend is Backend.POSTGRESQL:
-            return [(_POSTGRES_COMPLETE, (self._time(now), list(ids), owner))]
-        t_now = _sqlite_time(now)
+            return [(_POSTGRES_COMPLETE, (self._item_time(now), list(ids), owner))]
+        t_now = _sqlite_item_time(now)
         return [
-            (self._complete[size, returning], (t_now, *chunk, owner)) for size, chunk in _id_chunks(list(ids))
+            (_sqlite_complete(len(chunk), returning), (t_now, *chunk, owner))
+            for chunk in _id_chunks(ids if isinstance(ids, list | tuple) else list(ids))
         ]
 
     def ledger_rows(self, job: str, period: str, entries: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -252,43 +296,11 @@ def _record_of(row: tuple[Any, ...]) -> Any:
     return row[2]
 
 
-def _id_list_sizes() -> list[int]:
-    """The sizes ``_id_chunks`` pads to: 1, 2, 4, ... up to ``_SQLITE_IDS_PER_STATEMENT``."""
-    return [1 << power for power in range(_SQLITE_IDS_PER_STATEMENT.bit_length())]
+_first = itemgetter(0)
 
 
-def _run_after_and_id(item: WorkItem) -> tuple[datetime, int]:
-    return item.run_after, item.id
-
-
-def _sqlite_claimed(rows: Sequence[Any], owner: str, now: datetime, until: datetime) -> list[WorkItem]:
-    """WorkItems from the SQLite ready rows (already in claim order), as the claim's UPDATE left them."""
-    # This loop runs once per claimed item: the WorkItem is built in place (see ``work_item``), and items
-    # enqueued together share their times, so a time is parsed only when it differs from the last one.
-    items = []
-    append = items.append
-    new, set_values, set_payload_json = new_work_item_parts()
-    running = ItemState.RUNNING
-    last_run_after = last_created_at = None
-    run_after_time = created_time = None
-    for item_id, kind, key, payload, attempts, max_attempts, run_after, created_at, last_error in rows:
-        if run_after != last_run_after:
-            run_after_time, last_run_after = _sqlite_read_time(run_after), run_after
-        if created_at != last_created_at:
-            created_time, last_created_at = _sqlite_read_time(created_at), created_at
-        item = new(WorkItem)
-        # A JSON column has NUMERIC affinity in SQLite: a bare number comes back as a number.
-        if payload.__class__ is str:
-            set_payload_json(item, payload)
-            payload = None
-        else:
-            set_payload_json(item, None)
-        set_values(item, (
-            item_id, kind, key, payload, running, attempts + 1, max_attempts, run_after_time, owner, until,
-            last_error, None, created_time, now,
-        ))
-        append(item)
-    return items
+def _run_after_and_id(row: Sequence[Any]) -> tuple[Any, int]:
+    return row[6], row[0]
 
 
 _CACHE: dict[Backend, HotSQL] = {}

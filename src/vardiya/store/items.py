@@ -14,6 +14,7 @@ The contract (tested on SQLite and PostgreSQL by ``tests/contract``):
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -23,14 +24,14 @@ import sqlalchemy as sa
 
 from ..clock import ensure_aware, to_seconds
 from ..errors import InvalidInput, LeaseLost
-from .engine import DriverConnection, driver_errors
-from .hot import hot_sql
+from .engine import DriverConnection
+from .hot import HotSQL, hot_sql
 from .item_reads import ITEM_COLUMNS as _ITEM_COLUMNS
 from .item_reads import ItemReads, item_from_row
 from .records import AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
 from .schema import work_items
-from .types import UTCDateTime, dumps_json
+from .types import UTCMicros, dumps_json
 from .url import Backend
 
 if TYPE_CHECKING:
@@ -41,8 +42,14 @@ __all__ = ["WorkItems"]
 _LEASE_EXPIRED_ERROR = (
     sa.literal("lease expired: worker ") + work_items.c.lease_owner + sa.literal(" stopped before finishing")
 )
+
 #: How often (in clock seconds) claims look for expired leases.
 REAP_INTERVAL_S = 1.0
+
+
+def _lease_expired_error(owner: str | None) -> str | None:
+    """``_LEASE_EXPIRED_ERROR`` of one item (NULL without an owner, as the SQL concatenation is)."""
+    return None if owner is None else f"lease expired: worker {owner} stopped before finishing"
 
 
 def _check_payload(kind: str, key: str, payload: Any) -> None:
@@ -60,6 +67,27 @@ def _check_max_attempts(max_attempts: int) -> None:
         raise InvalidInput(f"max_attempts must be a whole number of at least 1, got {max_attempts!r}")
 
 
+def _complete_counting(cursor: sqlite3.Cursor, hot: HotSQL, ids: Sequence[int], owner: str, now: datetime) -> bool:
+    """Mark the held ``ids`` succeeded and say whether all were held; if not, roll back (driver SQL)."""
+    changed = 0
+    for statement, parameters in hot.complete_statements(ids, owner, now, returning=False):
+        changed += cursor.execute(statement, parameters).rowcount
+    # Repeated ids change their row once: only when the count falls short is it worth deduplicating.
+    if changed == len(ids) or changed == len(set(ids)):
+        return True
+    cursor.connection.rollback()
+    return False
+
+
+def _complete_returning(cursor: sqlite3.Cursor, hot: HotSQL, ids: Sequence[int], owner: str, now: datetime) -> set[int]:
+    """Mark the held ``ids`` succeeded; returns those that were held (driver SQL)."""
+    return {
+        row[0]
+        for statement, parameters in hot.complete_statements(ids, owner, now)
+        for row in cursor.execute(statement, parameters).fetchall()
+    }
+
+
 def _lease_seconds(lease: float | timedelta) -> float:
     seconds = to_seconds(lease)
     if seconds <= 0:
@@ -74,8 +102,9 @@ class WorkItems(ItemReads):
         self._store = store
         self._hot = hot_sql(store.backend)
         # SQLite claims and completions run on the driver connection (see DriverConnection).
-        self._driver = DriverConnection(store.engine) if store.backend is Backend.SQLITE else None
+        self._driver = DriverConnection(store.engine, store.target) if store.backend is Backend.SQLITE else None
         self._next_reap_at: datetime | None = None
+        self._usual_kind: str | None = None
 
     # -- enqueue ------------------------------------------------------------------------------------
 
@@ -176,8 +205,10 @@ class WorkItems(ItemReads):
                 with self._store.transaction() as connection:
                     self._reap(connection, now)
                 self._next_reap_at = now + timedelta(seconds=REAP_INTERVAL_S)
-            with driver_errors(self._store.target), self._driver.transaction() as driver:
-                return self._hot.sqlite_claim(driver, n, kinds, owner, now, until)
+            items = self._driver.run(self._hot.sqlite_claim, n, kinds, owner, now, until, self._usual_kind)
+            if items:
+                self._usual_kind = items[-1].kind  # the next claim's guess (see HotSQL.sqlite_claim)
+            return items
         statement, parameters = self._hot.claim(n, kinds, owner, now, until)
         with self._store.transaction() as connection:
             if reap:
@@ -222,22 +253,12 @@ class WorkItems(ItemReads):
         """``complete_many`` on SQLite: count the changed rows, and ask which only when some were lost."""
         assert self._driver is not None
         now = self._store.clock.now()
-        unique = set(ids)
-        with driver_errors(self._store.target):
-            with self._driver.transaction() as driver:
-                changed = 0
-                for statement, parameters in self._hot.complete_statements(unique, owner, now, returning=False):
-                    changed += driver.execute(statement, parameters).rowcount
-                if changed == len(unique):
-                    return set()
-                driver.rollback()  # some items were no longer held: undo, and redo learning which
-            with self._driver.transaction() as driver:
-                held = {
-                    row[0]
-                    for statement, parameters in self._hot.complete_statements(unique, owner, now)
-                    for row in driver.execute(statement, parameters)
-                }
-        return unique - held
+        hot = self._hot
+        if self._driver.run(_complete_counting, hot, ids, owner, now):
+            return set()
+        # some items were no longer held: that transaction was rolled back; redo it learning which
+        held = self._driver.run(_complete_returning, hot, ids, owner, now)
+        return set(ids) - held
 
     def complete_in(
         self,
@@ -312,7 +333,9 @@ class WorkItems(ItemReads):
                 (c.attempts >= c.max_attempts, sa.literal(ItemState.DEAD.value)),
                 else_=sa.literal(ItemState.FAILED.value),
             )
-            run_after = sa.case((c.attempts >= c.max_attempts, c.run_after), else_=retry_at)
+            run_after = sa.case(
+                (c.attempts >= c.max_attempts, c.run_after), else_=sa.literal(retry_at, UTCMicros())
+            )
         with self._store.transaction() as connection:
             self._record_attempts(connection, ids, owner, now, AttemptOutcome.FAILED, error)
             rows = connection.execute(
@@ -366,26 +389,32 @@ class WorkItems(ItemReads):
 
     def _reap(self, connection: sa.Connection, now: datetime) -> int:
         c = work_items.c
-        expired = sa.select(c.id).where(c.state == ItemState.RUNNING, c.lease_until < now)
+        expired = sa.select(c.id, c.attempts, c.lease_owner, c.claimed_at, c.lease_until).where(
+            c.state == ItemState.RUNNING, c.lease_until < now
+        )
         if self._store.backend is Backend.POSTGRESQL:
             expired = expired.with_for_update(skip_locked=True)
-        ids = list(connection.execute(expired).scalars())
-        if not ids:
+        rows = connection.execute(expired).all()
+        if not rows:
             return 0
-        history = sa.select(
-            c.id,
-            c.attempts,
-            c.lease_owner,
-            c.claimed_at,
-            c.lease_until,
-            sa.literal(AttemptOutcome.LEASE_EXPIRED.value),
-            _LEASE_EXPIRED_ERROR,
-        ).where(c.id.in_(ids))
+        # The history rows are written from Python: the attempts table keeps UTCDateTime's text on
+        # SQLite, the item's times are UTCMicros' integers, so they cannot be copied by INSERT ... SELECT.
         connection.execute(
-            attempts_table.insert().from_select(
-                ["item_id", "attempt", "owner", "started_at", "ended_at", "outcome", "error"], history
-            )
+            attempts_table.insert(),
+            [
+                {
+                    "item_id": row.id,
+                    "attempt": row.attempts,
+                    "owner": row.lease_owner,
+                    "started_at": row.claimed_at,
+                    "ended_at": row.lease_until,
+                    "outcome": AttemptOutcome.LEASE_EXPIRED,
+                    "error": _lease_expired_error(row.lease_owner),
+                }
+                for row in rows
+            ],
         )
+        ids = [row.id for row in rows]
         connection.execute(
             sa.update(work_items)
             .where(c.id.in_(ids))
@@ -428,7 +457,7 @@ class WorkItems(ItemReads):
         statement = (
             sa.update(work_items)
             .where(c.id == sa.bindparam("b_id"), c.state == ItemState.DEAD)
-            .values({**values, "run_after": sa.bindparam("b_run_after", type_=UTCDateTime())})
+            .values({**values, "run_after": sa.bindparam("b_run_after", type_=UTCMicros())})
         )
         with self._store.transaction() as connection:
             # Only dead items are redriven; find (and on PostgreSQL lock) them first, since an
@@ -485,17 +514,24 @@ class WorkItems(ItemReads):
         c = work_items.c
         if self._store.backend is Backend.POSTGRESQL:
             self._lock_held(connection, ids, owner)
-        history = sa.select(
-            c.id,
-            c.attempts,
-            c.lease_owner,
-            c.claimed_at,
-            sa.literal(now, UTCDateTime()),
-            sa.literal(outcome.value),
-            sa.literal(error, sa.Text()),
-        ).where(self._held(ids, owner))
-        connection.execute(
-            attempts_table.insert().from_select(
-                ["item_id", "attempt", "owner", "started_at", "ended_at", "outcome", "error"], history
+        # Through Python, not INSERT ... SELECT: the item's claimed_at is UTCMicros, the history's
+        # started_at UTCDateTime (see _reap).
+        held = connection.execute(
+            sa.select(c.id, c.attempts, c.lease_owner, c.claimed_at).where(self._held(ids, owner))
+        ).all()
+        if held:
+            connection.execute(
+                attempts_table.insert(),
+                [
+                    {
+                        "item_id": row.id,
+                        "attempt": row.attempts,
+                        "owner": row.lease_owner,
+                        "started_at": row.claimed_at,
+                        "ended_at": now,
+                        "outcome": outcome,
+                        "error": error,
+                    }
+                    for row in held
+                ],
             )
-        )

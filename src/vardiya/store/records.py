@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import FrozenInstanceError, dataclass
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
+
+from .types import from_micros
 
 __all__ = [
     "Attempt",
@@ -81,13 +84,22 @@ class WorkItem:
     A frozen value with keyword-only fields, like the dataclasses beside it, but written out by hand:
     a claim builds one per item on the store's hottest path, and there a dataclass's field-by-field
     ``__init__`` (3 µs) and an eager ``json.loads`` of the payload (1.5 µs) cost more per item than the
-    database does (benchmarks/README.md). So the fields live in one tuple, and a payload that comes
-    from the database as JSON text is decoded when it is first read, once.
+    database does (benchmarks/README.md). So the fields live in two tuples, laid out as a claim reads
+    them: a claimed item is its database row (``CLAIM_ROW_FIELDS``) and a tail the whole claim shares
+    (``CLAIM_TAIL_FIELDS``), with no per-field work. A payload that comes from the database as JSON text
+    is decoded when it is first read, once; a time that comes as SQLite's integer of microseconds
+    (``run_after``, ``created_at``) is converted when read.
+
+    Every field refuses assignment and deletion (``FrozenInstanceError``), and slots leave no room for
+    other attributes. There is no ``__setattr__`` override, which would slow every store of the private
+    slots below: a claim sets them once per item.
     """
 
-    __slots__ = ("_values", "_payload_json")
+    __slots__ = ("_id", "_values", "_tail", "_payload")
+    _id: int
     _values: tuple[Any, ...]
-    _payload_json: str | None
+    _tail: tuple[Any, ...]
+    _payload: Any
 
     def __init__(
         self,
@@ -107,19 +119,21 @@ class WorkItem:
         created_at: datetime,
         updated_at: datetime,
     ) -> None:
-        _set_values(self, (
-            id, kind, key, payload, state, attempts, max_attempts, run_after, lease_owner, lease_until,
-            last_error, result, created_at, updated_at,
-        ))
-        _set_payload_json(self, None)
+        self._id = id
+        self._values = (id, kind, key, payload, attempts, max_attempts, run_after, created_at, last_error)
+        self._tail = (state, lease_owner, lease_until, result, updated_at, kind)
+        self._payload = payload
 
-    @property
-    def id(self) -> int:
-        return self._values[0]  # type: ignore[no-any-return]
+    # The field read most: a slot of its own, read without a Python call.
+    id = property(attrgetter("_id"), doc="The item's id.")
+
+    # The indexes below are those of CLAIM_ROW_FIELDS (``_values``) and CLAIM_TAIL_FIELDS (``_tail``),
+    # as literals: the fastest read.
 
     @property
     def kind(self) -> str:
-        return self._values[1]  # type: ignore[no-any-return]
+        kind = self._values[1]
+        return self._tail[5] if kind is None else kind  # type: ignore[no-any-return]
 
     @property
     def key(self) -> str:
@@ -127,55 +141,60 @@ class WorkItem:
 
     @property
     def payload(self) -> Any:
-        text = self._payload_json
-        if text is None:
-            return self._values[3]
-        # Two threads decoding at once both get an equal value; the last one stays.
-        values = self._values
-        payload = json.loads(text)
-        _set_values(self, (*values[:3], payload, *values[4:]))
-        _set_payload_json(self, None)
+        payload = self._payload
+        if payload is _UNDECODED:
+            payload = self._values[3]
+            # A JSON column has NUMERIC affinity in SQLite: a bare number comes back as a number, not text.
+            if payload.__class__ is str:
+                payload = json.loads(payload)
+            # Two threads decoding at once both get an equal value; the last one stays.
+            self._payload = payload
         return payload
 
     @property
     def state(self) -> ItemState:
-        return self._values[4]  # type: ignore[no-any-return]
+        return self._tail[0]  # type: ignore[no-any-return]
 
     @property
     def attempts(self) -> int:
-        return self._values[5]  # type: ignore[no-any-return]
+        return self._values[4]  # type: ignore[no-any-return]
 
     @property
     def max_attempts(self) -> int:
-        return self._values[6]  # type: ignore[no-any-return]
+        return self._values[5]  # type: ignore[no-any-return]
 
     @property
     def run_after(self) -> datetime:
-        return self._values[7]  # type: ignore[no-any-return]
+        value = self._values[6]
+        return _time_of_micros(value) if value.__class__ is int else value
 
     @property
     def lease_owner(self) -> str | None:
-        return self._values[8]  # type: ignore[no-any-return]
+        return self._tail[1]  # type: ignore[no-any-return]
 
     @property
     def lease_until(self) -> datetime | None:
-        return self._values[9]  # type: ignore[no-any-return]
+        return self._tail[2]  # type: ignore[no-any-return]
 
     @property
     def last_error(self) -> str | None:
-        return self._values[10]  # type: ignore[no-any-return]
+        return self._values[8]  # type: ignore[no-any-return]
 
     @property
     def result(self) -> Any:
-        return self._values[11]
+        return self._tail[3]
 
     @property
     def created_at(self) -> datetime:
-        return self._values[12]  # type: ignore[no-any-return]
+        values = self._values
+        value = values[7]
+        if value is None:
+            value = values[6]
+        return _time_of_micros(value) if value.__class__ is int else value
 
     @property
     def updated_at(self) -> datetime:
-        return self._values[13]  # type: ignore[no-any-return]
+        return self._tail[4]  # type: ignore[no-any-return]
 
     @property
     def attempts_left(self) -> int:
@@ -183,9 +202,13 @@ class WorkItem:
         return max(0, self.max_attempts - self.attempts)
 
     def _fields(self) -> tuple[Any, ...]:
-        if self._payload_json is not None:
-            self.payload  # noqa: B018 - decodes the payload
-        return self._values
+        """The field values in ``WORK_ITEM_FIELDS`` order, payload decoded and times converted."""
+        payload = self.payload
+        values, tail = self._values, self._tail
+        return (
+            values[0], self.kind, values[2], payload, tail[0], values[4], values[5], self.run_after,
+            tail[1], tail[2], values[8], tail[3], self.created_at, tail[4],
+        )
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not WorkItem:
@@ -199,25 +222,58 @@ class WorkItem:
         fields = ", ".join(f"{name}={value!r}" for name, value in zip(WORK_ITEM_FIELDS, self._fields()))
         return f"WorkItem({fields})"
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
     def __reduce__(self) -> tuple[Any, ...]:
-        return (work_item, (self._values, self._payload_json))
+        return (work_item, (self._fields(),))
 
 
-#: WorkItem's fields, in the order of ``work_item``'s ``values``.
+#: WorkItem's fields, in the order of ``work_item``'s ``values`` (and of its repr).
 WORK_ITEM_FIELDS = (
     "id", "kind", "key", "payload", "state", "attempts", "max_attempts", "run_after", "lease_owner",
     "lease_until", "last_error", "result", "created_at", "updated_at",
 )
 
+
+def _frozen(name: str, readable: property) -> property:
+    """``readable`` refusing assignment and deletion, as a frozen dataclass's field does."""
+
+    def assign(_item: WorkItem, _value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def delete(_item: WorkItem) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    return property(readable.fget, assign, delete, readable.__doc__)
+
+
+for _name in (*WORK_ITEM_FIELDS, "attempts_left"):
+    setattr(WorkItem, _name, _frozen(_name, getattr(WorkItem, _name)))
+del _name
+
+#: The columns of a claim's row, in this order, with ``attempts`` as the claim leaves it (counted).
+#: ``payload`` is JSON text or a number; ``run_after`` and ``created_at`` may be SQLite's integers of
+#: microseconds. Two columns are None when they hold what costs nothing to know (a NULL is the driver's
+#: cheapest value to hand over; both columns are NOT NULL): ``kind`` when it is the tail's, and
+#: ``created_at`` when it equals ``run_after``.
+CLAIM_ROW_FIELDS = ("id", "kind", "key", "payload", "attempts", "max_attempts", "run_after", "created_at", "last_error")
+#: What a claim sets, the same for all its items, and the kind a None ``kind`` of a row stands for.
+CLAIM_TAIL_FIELDS = ("state", "lease_owner", "lease_until", "result", "updated_at", "kind")
+
 _new = object.__new__
-_set_values = WorkItem._values.__set__  # type: ignore[attr-defined]
-_set_payload_json = WorkItem._payload_json.__set__  # type: ignore[attr-defined]
+#: ``_payload`` of an item whose payload is still the JSON text (or SQLite's number) in its row.
+_UNDECODED: Any = object()
+
+_TIMES: dict[int, datetime] = {}
+_TIMES_KEPT = 4096
+
+
+def _time_of_micros(value: int) -> datetime:
+    """SQLite's integer time as a datetime; items claimed together share their times, so few are made."""
+    found = _TIMES.get(value)
+    if found is None:
+        if len(_TIMES) >= _TIMES_KEPT:
+            _TIMES.clear()
+        found = _TIMES[value] = from_micros(value)
+    return found
 
 
 def work_item(values: tuple[Any, ...], payload_json: str | None = None) -> WorkItem:
@@ -226,18 +282,44 @@ def work_item(values: tuple[Any, ...], payload_json: str | None = None) -> WorkI
     With ``payload_json`` (the payload as JSON text) the ``payload`` value is a placeholder, and the text
     is decoded when the payload is first read.
     """
+    (item_id, kind, key, payload, state, attempts, max_attempts, run_after, lease_owner, lease_until,
+     last_error, result, created_at, updated_at) = values
     item = _new(WorkItem)
-    _set_values(item, values)
-    _set_payload_json(item, payload_json)
+    item._id = item_id
+    item._values = (
+        item_id, kind, key, payload if payload_json is None else payload_json, attempts, max_attempts,
+        run_after, created_at, last_error,
+    )
+    item._tail = (state, lease_owner, lease_until, result, updated_at, kind)
+    item._payload = payload if payload_json is None else _UNDECODED
     return item
 
 
-def new_work_item_parts() -> tuple[Callable[..., Any], Callable[..., None], Callable[..., None]]:
-    """What ``work_item`` does, as three calls, for a loop that builds one item per claimed row.
+def claim_tail(owner: str, until: datetime, now: datetime, kind: str | None = None) -> tuple[Any, ...]:
+    """The ``CLAIM_TAIL_FIELDS`` of a claim by ``owner`` at ``now``, leased until ``until``.
 
-    ``object.__new__``, then the setters of the values tuple and of the payload's JSON text.
+    ``kind``: what a row's None ``kind`` stands for.
     """
-    return _new, _set_values, _set_payload_json
+    return (ItemState.RUNNING, owner, until, None, now, kind)
+
+
+def claimed_items(rows: Iterable[tuple[Any, ...]], tail: tuple[Any, ...]) -> list[WorkItem]:
+    """WorkItems from a claim's rows (``CLAIM_ROW_FIELDS``, in claim order, the payload as the JSON
+    text, or the number, the database returned) and its ``claim_tail``."""
+    # This loop runs once per claimed item: each item is its row and the shared tail, nothing more (its
+    # payload is decoded, and SQLite's integer times converted, when they are first read).
+    items = []
+    append = items.append
+    new = _new
+    undecoded = _UNDECODED
+    for row in rows:
+        item = new(WorkItem)
+        item._id = row[0]
+        item._values = row
+        item._tail = tail
+        item._payload = undecoded
+        append(item)
+    return items
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

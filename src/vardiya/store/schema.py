@@ -11,7 +11,7 @@ import enum
 import sqlalchemy as sa
 
 from .records import AttemptOutcome, DedupOutcome, ItemState, LedgerStatus
-from .types import JSONDocument, UTCDateTime
+from .types import JSONDocument, UTCDateTime, UTCMicros
 
 __all__ = [
     "RunState",
@@ -59,6 +59,8 @@ def _state_enum(enum_class: type[enum.Enum], name: str) -> sa.Enum:
 
 _ready = sa.text("state IN ('pending', 'failed')")
 
+# The times are UTCMicros: on SQLite an integer of microseconds (migration 0005), in columns still
+# declared DATETIME; every other table keeps UTCDateTime's text.
 work_items = sa.Table(
     "work_items",
     metadata,
@@ -69,14 +71,14 @@ work_items = sa.Table(
     sa.Column("state", _state_enum(ItemState, "item_state"), nullable=False),
     sa.Column("attempts", sa.Integer, nullable=False),
     sa.Column("max_attempts", sa.Integer, nullable=False),
-    sa.Column("run_after", UTCDateTime, nullable=False),
+    sa.Column("run_after", UTCMicros, nullable=False),
     sa.Column("lease_owner", sa.String(200)),
-    sa.Column("lease_until", UTCDateTime),
-    sa.Column("claimed_at", UTCDateTime),
+    sa.Column("lease_until", UTCMicros),
+    sa.Column("claimed_at", UTCMicros),
     sa.Column("last_error", sa.Text),
     sa.Column("result", JSONDocument),
-    sa.Column("created_at", UTCDateTime, nullable=False),
-    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Column("created_at", UTCMicros, nullable=False),
+    sa.Column("updated_at", UTCMicros, nullable=False),
     sa.UniqueConstraint("kind", "key", name="uq_work_items_kind_key"),
     # Claims read this partial index in (run_after, id) order; claimed and finished rows are not in it,
     # so a claim never rescans them.
