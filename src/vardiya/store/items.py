@@ -95,6 +95,25 @@ def _lease_seconds(lease: float | timedelta) -> float:
     return seconds
 
 
+def _append_history(connection: sa.Connection, ended: Sequence[tuple[Any, datetime, AttemptOutcome, str | None]]) -> None:
+    """History rows for (item row with id, attempts, lease_owner, claimed_at; end; outcome; error).
+
+    Written from Python, not by ``INSERT ... SELECT``: on SQLite the item's times are ``UTCMicros``
+    integers and the history keeps ``UTCDateTime`` text, so a row cannot be copied across as it is.
+    """
+    if ended:
+        connection.execute(
+            attempts_table.insert(),
+            [
+                {
+                    "item_id": row.id, "attempt": row.attempts, "owner": row.lease_owner,
+                    "started_at": row.claimed_at, "ended_at": end, "outcome": outcome, "error": error,
+                }
+                for row, end, outcome, error in ended
+            ],
+        )
+
+
 class WorkItems(ItemReads):
     """The work-item operations of one store (the reading ones are in ``item_reads``)."""
 
@@ -397,22 +416,9 @@ class WorkItems(ItemReads):
         rows = connection.execute(expired).all()
         if not rows:
             return 0
-        # The history rows are written from Python: the attempts table keeps UTCDateTime's text on
-        # SQLite, the item's times are UTCMicros' integers, so they cannot be copied by INSERT ... SELECT.
-        connection.execute(
-            attempts_table.insert(),
-            [
-                {
-                    "item_id": row.id,
-                    "attempt": row.attempts,
-                    "owner": row.lease_owner,
-                    "started_at": row.claimed_at,
-                    "ended_at": row.lease_until,
-                    "outcome": AttemptOutcome.LEASE_EXPIRED,
-                    "error": _lease_expired_error(row.lease_owner),
-                }
-                for row in rows
-            ],
+        _append_history(
+            connection,
+            [(row, row.lease_until, AttemptOutcome.LEASE_EXPIRED, _lease_expired_error(row.lease_owner)) for row in rows],
         )
         ids = [row.id for row in rows]
         connection.execute(
@@ -514,24 +520,7 @@ class WorkItems(ItemReads):
         c = work_items.c
         if self._store.backend is Backend.POSTGRESQL:
             self._lock_held(connection, ids, owner)
-        # Through Python, not INSERT ... SELECT: the item's claimed_at is UTCMicros, the history's
-        # started_at UTCDateTime (see _reap).
         held = connection.execute(
             sa.select(c.id, c.attempts, c.lease_owner, c.claimed_at).where(self._held(ids, owner))
         ).all()
-        if held:
-            connection.execute(
-                attempts_table.insert(),
-                [
-                    {
-                        "item_id": row.id,
-                        "attempt": row.attempts,
-                        "owner": row.lease_owner,
-                        "started_at": row.claimed_at,
-                        "ended_at": now,
-                        "outcome": outcome,
-                        "error": error,
-                    }
-                    for row in held
-                ],
-            )
+        _append_history(connection, [(row, now, outcome, error) for row in held])
