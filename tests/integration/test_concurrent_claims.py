@@ -1,7 +1,8 @@
 """Four real processes claim from one store at once: every item is completed once, by one of them.
 
-Thirty thousand items in claims of 20 keep all four busy for long enough to share the work even when
-one of them starts a time slice late (claims are fast: a few thousand items take one process 0.1 s).
+Thirty thousand items in claims of 20, with a moment of "work" after each claim, keep all four busy
+for long enough to share the work even when one of them starts a time slice late (claims alone are
+fast: the whole queue takes one process about 0.1 s).
 """
 
 from __future__ import annotations
