@@ -16,12 +16,12 @@ done, and after the pipeline's ``max_attempts`` the item is a dead letter.
 from __future__ import annotations
 
 import logging
-import traceback
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
+from ..invoke.execute import error_text
 from ..pipeline.run import run_pipeline
 from ..schedule.plan import PIPELINE_PREFIX, TICK_PREFIX, pipeline_kind, tick_kind
 from ..slots.runner import run_tick
@@ -49,10 +49,6 @@ class ServiceOutcome:
     retry_at: datetime | None = None
 
 
-def _error_text(error: BaseException) -> str:
-    return "".join(traceback.format_exception_only(error)).strip()
-
-
 class ServiceWork:
     """Runs the tick and pipeline items of one app."""
 
@@ -72,7 +68,7 @@ class ServiceWork:
             return self._pipeline(item)
         raise ConfigurationError(f"work item {item.id} of kind {item.kind!r} is not a tick or a pipeline run")
 
-    def _retry_at(self, item: WorkItem, wait_s: float) -> datetime:
+    def _retry_at(self, wait_s: float) -> datetime:
         return self.store.clock.now() + timedelta(seconds=wait_s)
 
     def _tick(self, item: WorkItem) -> ServiceOutcome:
@@ -84,7 +80,7 @@ class ServiceWork:
         except Exception as error:  # noqa: BLE001 - the tick could not run: the item is retried
             wait = min(_TICK_RETRY_CAP_S, 2.0 ** item.attempts)
             log.error("tick %s %s could not run: %s", job.name, item.key, error, extra={"job": job.name, "key": item.key})
-            return ServiceOutcome(False, error=_error_text(error), retry_at=self._retry_at(item, wait))
+            return ServiceOutcome(False, error=error_text(error), retry_at=self._retry_at(wait))
         result = report.to_json()
         result["attempt"] = item.attempts
         result["finished_at"] = report.finished_at.isoformat() if report.finished_at else None
@@ -118,7 +114,7 @@ class ServiceWork:
             )
         except Exception as error:  # noqa: BLE001 - e.g. an upstream that is not done: retried later
             log.error("pipeline %s (%s) could not run: %s", entry.name, trigger.name, error, extra={"pipeline": entry.name})
-            return ServiceOutcome(False, error=_error_text(error), retry_at=self._retry_at(item, entry.retry_wait_s))
+            return ServiceOutcome(False, error=error_text(error), retry_at=self._retry_at(entry.retry_wait_s))
         document = result.to_json()
         log.info(
             "pipeline %s run %d (trigger %s, partition %s): %d ran, %d failed, %d blocked, %d skipped",
@@ -131,5 +127,5 @@ class ServiceWork:
         if result.failed or result.blocked or result.pending:
             failed = ", ".join(result.failed) or "none"
             error = f"run {result.run_id}: failed {failed}; {len(result.blocked)} blocked"
-            return ServiceOutcome(False, result=document, error=error, retry_at=self._retry_at(item, entry.retry_wait_s))
+            return ServiceOutcome(False, result=document, error=error, retry_at=self._retry_at(entry.retry_wait_s))
         return ServiceOutcome(True, result=document)
