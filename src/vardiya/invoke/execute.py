@@ -39,9 +39,9 @@ __all__ = [
     "CallContext",
     "CallRecord",
     "DedupGate",
+    "call_single",
     "end_of_attempt",
     "run_attempt",
-    "run_single",
 ]
 
 _ERROR_TEXT = 2_000
@@ -351,49 +351,62 @@ def run_attempt(
     return outcome
 
 
-def run_single(handler: Handler, record: BatchRecord, *, clock: Clock, context: CallContext) -> AttemptOutcome:
-    """``run_attempt`` on one record of a per-record handler whose gate never dedups: the same outcome.
+def call_single(
+    handler: Handler, record: BatchRecord, *, clock: Clock, context: CallContext
+) -> tuple[Any, float, AttemptOutcome | None]:
+    """``run_attempt`` on one record of a per-record handler whose gate never dedups, made lean.
 
     The worker's path for an async call without dedup (what most calls are): with a single record the
     failure policies agree (nothing to split, nothing healthy to keep back) and no record can be blocked
     by its key, so the attempt is one handler call, timed and checked against the limit as ``_call``
-    does, without the admit/settle round, the closure and the list building of the general path.
-    ``context`` may be reused between calls (its ``item_id`` set by the caller); its record is set here.
+    does. Returns ``(result, busy_ms, None)`` when the call succeeded in time: a successful async call
+    is told by its item and busy time (migration 0006), so nothing more is built for it. Otherwise
+    ``(None, busy_ms, outcome)``, the outcome ``run_attempt`` would have given. ``context`` may be
+    reused between calls (its ``item_id`` set by the caller); its record is set here.
     """
-    outcome = AttemptOutcome()
-    offset = record.offset
     context.record = record
-    started_at = clock.now()
-    began = clock.monotonic()
-    error: str | None = None
-    result: Any = None
+    monotonic = clock.monotonic
+    began = monotonic()
     try:
         result = handler.fn(record.record, context)
     except Exception as raised:  # noqa: BLE001 - a handler's failure is data, recorded per record
-        error = error_text(raised)
-        outcome.exceptions[offset] = raised
+        busy_s = monotonic() - began
+        record.seen += 1
+        return None, busy_s * 1000.0, _single_failure(record, clock.now(), busy_s, error_text(raised), raised)
+    busy_s = monotonic() - began
     record.seen += 1
-    busy_s = clock.monotonic() - began
-    ended_at = clock.now()
-    status = "failed" if error is not None else "succeeded"
+    if context._settled:
+        context._settled.clear()
     if busy_s > handler.time_limit_s:
         error = f"timed out: the call took {busy_s:.3f} s, over the {handler.time_limit_s:g} s limit"
-        status = "timed_out"
-    context._settled.clear()
+        return None, busy_s * 1000.0, _single_failure(record, clock.now(), busy_s, error, None, timed_out=True)
+    return result, busy_s * 1000.0, None
+
+
+def _single_failure(
+    record: BatchRecord,
+    ended_at: datetime,
+    busy_s: float,
+    error: str,
+    raised: BaseException | None,
+    *,
+    timed_out: bool = False,
+) -> AttemptOutcome:
+    """The outcome of one failed (or overlong) call of one record, as ``run_attempt`` records it."""
+    outcome = AttemptOutcome()
+    if raised is not None:
+        outcome.exceptions[record.offset] = raised
     outcome.calls.append(
         CallRecord(
-            started_at=started_at,
+            started_at=ended_at - timedelta(seconds=busy_s),
             ended_at=ended_at,
             busy_ms=busy_s * 1000.0,
             records=1,
-            failed=0 if error is None else 1,
-            outcome=status,
+            failed=1,
+            outcome="timed_out" if timed_out else "failed",
             error=error,
         )
     )
-    if error is None:
-        outcome.succeeded.append((record, result))
-    else:
-        outcome.errors[offset] = error
-        outcome.kept.append(record)
+    outcome.errors[record.offset] = error
+    outcome.kept.append(record)
     return outcome

@@ -1,10 +1,10 @@
 """Metrics per handler and run: calls, processed, extra, dead letters, co-failed, latency, busy time, cost.
 
 The figures of the spec (invocation.md, "Metrics"), computed the same way for a real run (from the
-store: the call log, the work items and their payloads) and for a sync run (from the ``Invoker``'s own
-tally, since a sync call leaves nothing in the store). ``processed`` counts every record of every call,
-failed calls included; ``extra`` is ``processed - unique``; completion latency runs from a record's
-arrival to its final outcome (success or dead letter).
+store: the call log, the work items, their payloads and busy times) and for a sync run (from the
+``Invoker``'s own tally, since a sync call leaves nothing in the store). ``processed`` counts every
+record of every call, failed calls included; ``extra`` is ``processed - unique``; completion latency
+runs from a record's arrival to its final outcome (success or dead letter).
 """
 
 from __future__ import annotations
@@ -99,7 +99,9 @@ def store_metrics(
     kind = handler.batch_kind if stream else handler.call_kind
     w = work_items.c
     q = invocation_calls.c
-    items_query = sa.select(w.id, w.state, w.payload, w.result, w.created_at, w.updated_at).where(w.kind == kind)
+    items_query = sa.select(w.id, w.state, w.payload, w.result, w.created_at, w.updated_at, w.busy_ms).where(
+        w.kind == kind
+    )
     if since is not None:
         items_query = items_query.where(w.created_at >= since)
     with store.reading() as connection:
@@ -114,6 +116,9 @@ def store_metrics(
                     )
                 ).all()
             )
+    # A successful async call is told by its item (busy_ms), not by a call-log row: one call of one
+    # record that succeeded.
+    told = [row.busy_ms for row in items if row.busy_ms is not None]
     unique = dead = co_failed = 0
     latencies: list[float] = []
     for row in items:
@@ -135,13 +140,13 @@ def store_metrics(
                 latencies.append(done_ms - epoch_ms(row.created_at))
             if row.state is ItemState.DEAD:
                 dead += 1
-    busy = sum(call.busy_ms for call in calls)
+    busy = sum(call.busy_ms for call in calls) + sum(told)
     mean, p99 = _completion(latencies)
     return Metrics(
         handler=handler.name,
         model=handler.model.value,
-        calls=len(calls),
-        processed=sum(call.records for call in calls),
+        calls=len(calls) + len(told),
+        processed=sum(call.records for call in calls) + len(told),
         unique=unique,
         dead_letter=dead,
         co_failed=co_failed,
@@ -149,7 +154,7 @@ def store_metrics(
         completion_mean_ms=mean,
         completion_p99_ms=p99,
         busy_ms=busy,
-        cost=(prices or Prices()).cost(len(calls), busy),
+        cost=(prices or Prices()).cost(len(calls) + len(told), busy),
         fits_limit=all(call.outcome != "timed_out" for call in calls),
         failed_calls=sum(1 for call in calls if call.outcome != "succeeded"),
     )

@@ -39,7 +39,7 @@ from ..store.invocations import CallRow, Invocations
 from ..store.records import ItemState, WorkItem
 from ..store.schema import stream_records, work_items
 from ..store.streams import Streams, epoch_ms
-from .execute import AttemptOutcome, BatchRecord, CallContext, end_of_attempt, run_attempt, run_single
+from .execute import AttemptOutcome, BatchRecord, CallContext, call_single, end_of_attempt, run_attempt
 from .gate import StoreGate, storable
 from .handlers import CALL_PREFIX, Handler, Model
 from .invoker import handlers_of
@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 __all__ = ["Worker", "WorkerReport"]
 
 log = logging.getLogger("vardiya.worker")
+
+#: A successful attempt waiting to be recorded, as ``Invocations.complete`` takes it: item id, attempt,
+#: handler, the call for the call log (a stream batch's), result, busy ms (an async call's).
+Success = tuple[int, int, str, CallRow | None, Any, float | None]
 
 
 @dataclass
@@ -347,7 +351,7 @@ class Worker:
     def _work(self, items: list[WorkItem]) -> None:
         with self._held_lock:
             self._held.update(item.id for item in items)
-        successes: list[tuple[int, int, str, CallRow, Any]] = []
+        successes: list[Success] = []
         tally = [0, 0, 0]  # items, calls, records: added to the report once per claim, not per item
         contexts: dict[str, CallContext] = {}  # the fast path's contexts, one per handler for the claim
         stop = self._stop
@@ -378,7 +382,7 @@ class Worker:
         with self._report_lock:
             self._report.released += len(items)
 
-    def _complete(self, successes: list[tuple[int, int, str, CallRow, Any]]) -> None:
+    def _complete(self, successes: list[Success]) -> None:
         if not successes:
             return
         lost = self._invocations.complete(successes, owner=self.owner)
@@ -397,7 +401,7 @@ class Worker:
         self,
         handler: Handler,
         item: WorkItem,
-        successes: list[tuple[int, int, str, CallRow, Any]],
+        successes: list[Success],
         tally: list[int],
         contexts: dict[str, CallContext],
     ) -> None:
@@ -411,27 +415,36 @@ class Worker:
         record = BatchRecord(item.id, None, payload.get("record"), arrived[1], item.attempts - 1, payload.get("dedup_key"))
         gate = self._plain_gates.get(handler.name)
         if gate is not None and not handler.batch:
-            # no dedup, a per-record handler: one call, nothing to admit or settle (execute.run_single)
+            # no dedup, a per-record handler: one call, nothing to admit or settle (execute.call_single)
             context = contexts.get(handler.name)
             if context is None:
                 context = contexts[handler.name] = CallContext(handler, self.clock, item.id, gate)
             context.item_id = item.id
-            outcome = run_single(handler, record, clock=self.clock, context=context)
+            result, busy_ms, failed = call_single(handler, record, clock=self.clock, context=context)
             tally[0] += 1  # one item, one call, one record
             tally[1] += 1
             tally[2] += 1
-        else:
-            outcome = run_attempt(
-                handler, [record], clock=self.clock, item_id=item.id, gate=StoreGate(self.store, handler, item.id)
-            )
-            self._count(outcome, tally)
-        if outcome.skipped:
-            successes.append((item.id, item.attempts, handler.name, None, outcome.skipped[0][1]))  # type: ignore[arg-type]
+            if failed is None:
+                # the call is told by its item (its busy time), not by a call-log row (migration 0006)
+                successes.append(
+                    (item.id, item.attempts, handler.name, None, None if result is None else storable(result), busy_ms)
+                )
+            else:
+                self._fail(handler, item, failed, payload=None)
+            return
+        outcome = run_attempt(
+            handler, [record], clock=self.clock, item_id=item.id, gate=StoreGate(self.store, handler, item.id)
+        )
+        self._count(outcome, tally)
+        if outcome.skipped:  # dedup answered with the stored outcome: no call was made
+            successes.append((item.id, item.attempts, handler.name, None, outcome.skipped[0][1], None))
             return
         if outcome.done:
+            # the call is told by its item (its busy time), not by a call-log row (migration 0006)
             result = outcome.succeeded[0][1]
             successes.append(
-                (item.id, item.attempts, handler.name, outcome.calls[0], None if result is None else storable(result))
+                (item.id, item.attempts, handler.name, None, None if result is None else storable(result),
+                 outcome.calls[0].busy_ms)
             )
             return
         self._fail(handler, item, outcome, payload=None)
@@ -440,7 +453,7 @@ class Worker:
         self,
         handler: Handler,
         item: WorkItem,
-        successes: list[tuple[int, int, str, CallRow, Any]],
+        successes: list[Success],
         tally: list[int],
     ) -> None:
         payload = dict(item.payload)
@@ -456,7 +469,7 @@ class Worker:
             # A finished batch ends like a finished call: many per transaction (one each cost ~40 % of
             # a stream's consumption; benchmarks/README.md, bench_stream).
             call = outcome.calls[0] if outcome.calls else None
-            successes.append((item.id, item.attempts, handler.name, call, None))  # type: ignore[arg-type]
+            successes.append((item.id, item.attempts, handler.name, call, None, None))
             return
         if outcome.done:
             ok = self._invocations.finish(

@@ -32,6 +32,7 @@ import sqlite3
 from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -96,10 +97,29 @@ UPDATE work_items SET state = 'succeeded', lease_until = NULL, updated_at = ?
  WHERE id IN ({marks}) AND state = 'running' AND lease_owner = ?{returning}
 """
 
+# The ids go in ascending, so the rows are locked in id order, as a heartbeat's ``IN`` list locks them
+# (a reap skips locked rows): two updates of the same rows never wait for each other in a cycle.
 _POSTGRES_COMPLETE = """
 UPDATE work_items SET state = 'succeeded', lease_until = NULL, updated_at = %s
  WHERE id = ANY(%s) AND state = 'running' AND lease_owner = %s
 RETURNING id
+"""
+
+# A completion that also stores each item's handler busy time and result (JSON text; NULL keeps what
+# the row has): a successful async call is told by its item, not by a call-log row (migration 0006).
+_POSTGRES_COMPLETE_TIMED = """
+UPDATE work_items AS w SET state = 'succeeded', lease_until = NULL, updated_at = %s, busy_ms = v.busy,
+       result = coalesce(v.result, w.result)
+  FROM unnest(%s::bigint[], %s::float8[], %s::jsonb[]) AS v (id, busy, result)
+ WHERE w.id = v.id AND w.state = 'running' AND w.lease_owner = %s
+RETURNING w.id
+"""
+
+_SQLITE_COMPLETE_TIMED = """
+UPDATE work_items SET state = 'succeeded', lease_until = NULL, updated_at = ?, busy_ms = v.column2,
+       result = coalesce(v.column3, work_items.result)
+  FROM (VALUES {rows}) AS v
+ WHERE work_items.id = v.column1 AND work_items.state = 'running' AND work_items.lease_owner = ?{returning}
 """
 
 #: Most ids one SQLite statement binds (old SQLite builds allow 999 parameters).
@@ -127,6 +147,13 @@ def _sqlite_take(size: int) -> str:
 @lru_cache(maxsize=256)
 def _sqlite_complete(size: int, returning: bool) -> str:
     return _SQLITE_COMPLETE.format(marks=_marks(size), returning="\nRETURNING id" if returning else "")
+
+
+@lru_cache(maxsize=256)
+def _sqlite_complete_timed(size: int, returning: bool) -> str:
+    return _SQLITE_COMPLETE_TIMED.format(
+        rows=", ".join(["(?, ?, ?)"] * size), returning="\nRETURNING id" if returning else ""
+    )
 
 
 _LEDGER_COLUMNS = (
@@ -256,12 +283,36 @@ class HotSQL:
         With ``returning`` each returns the ids it changed; without (SQLite only), count the changed rows.
         """
         if self.backend is Backend.POSTGRESQL:
-            return [(_POSTGRES_COMPLETE, (self._item_time(now), list(ids), owner))]
+            return [(_POSTGRES_COMPLETE, (self._item_time(now), sorted(ids), owner))]
         t_now = _sqlite_item_time(now)
         return [
             (_sqlite_complete(len(chunk), returning), (t_now, *chunk, owner))
             for chunk in _id_chunks(ids if isinstance(ids, list | tuple) else list(ids))
         ]
+
+    def complete_timed_statements(
+        self,
+        ids: Sequence[int],
+        busy: Sequence[float | None],
+        results: Sequence[str | None],
+        owner: str,
+        now: datetime,
+        *,
+        returning: bool = True,
+    ) -> list[tuple[str, tuple[Any, ...]]]:
+        """``complete_statements`` that also set each item's ``busy_ms`` and ``result`` (JSON text or None,
+        which keeps the stored result); ``busy`` and ``results`` run along ``ids``."""
+        if self.backend is Backend.POSTGRESQL:
+            rows = sorted(zip(ids, busy, results), key=_first)  # ascending ids: see _POSTGRES_COMPLETE
+            return [(_POSTGRES_COMPLETE_TIMED, (self._item_time(now), *map(list, zip(*rows)), owner))]
+        t_now = _sqlite_item_time(now)
+        statements = []
+        # three parameters a row: a third of the ids per statement that a plain completion binds
+        step = _SQLITE_IDS_PER_STATEMENT // 3
+        for start in range(0, len(ids), step):
+            rows = list(zip(ids[start : start + step], busy[start : start + step], results[start : start + step]))
+            statements.append((_sqlite_complete_timed(len(rows), returning), (t_now, *chain(*rows), owner)))
+        return statements
 
     def ledger_rows(self, job: str, period: str, entries: Sequence[Any]) -> list[tuple[Any, ...]]:
         """Ledger rows as the upsert's parameters, sorted by record.

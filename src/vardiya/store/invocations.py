@@ -146,32 +146,50 @@ class Invocations:
 
     def complete(
         self,
-        entries: Sequence[tuple[int, int, str, CallRow, Any]],
+        entries: Sequence[tuple[int, int, str, CallRow | None, Any, float | None]],
         *,
         owner: str,
     ) -> set[int]:
-        """Record many successful attempts (item id, attempt, handler, call, result) in one transaction.
+        """Record many successful attempts in one transaction.
 
+        Each entry is (item id, attempt, handler, call, result, busy_ms): ``call`` is a handler call for
+        the call log (a stream batch's), ``busy_ms`` the busy time of an async call, which its item
+        keeps instead of a call-log row; either is None when there is none (a call dedup answered).
         Returns the ids ``owner`` no longer held: nothing is written for those.
         """
         if not entries:
             return set()
         items = self._store.items
         ids = [entry[0] for entry in entries]
+        results = {entry[0]: entry[4] for entry in entries if entry[4] is not None}
+        busy = {entry[0]: entry[5] for entry in entries if entry[5] is not None}
+        logged = [entry for entry in entries if entry[3] is not None]
+        if self._store.backend is Backend.SQLITE:
+
+            def log_calls(cursor: Any, lost: set[int]) -> None:
+                values = self._call_values(logged, lost, _sqlite_time)
+                if values:
+                    cursor.executemany(_SQLITE_INSERT_CALLS, values)
+
+            return items.complete_on_driver(ids, owner, results=results, busy=busy, then=log_calls if logged else None)
         with self._store.transaction() as connection:
-            lost = items.complete_in(connection, ids, owner=owner, results={
-                entry[0]: entry[4] for entry in entries if entry[4] is not None
-            })
-            time = _sqlite_time if self._store.backend is Backend.SQLITE else hot_sql(self._store.backend).time
-            values = [
-                (handler, item_id, attempt, time(call.started_at), time(call.ended_at), call.busy_ms, call.records,
-                 call.failed, call.outcome, call.error)
-                for item_id, attempt, handler, call, _result in entries
-                if call is not None and item_id not in lost
-            ]
+            lost = items.complete_in(connection, ids, owner=owner, results=results, busy=busy)
+            values = self._call_values(logged, lost, hot_sql(self._store.backend).time)
             if values:
                 self._insert_call_values(connection, values)
         return lost
+
+    @staticmethod
+    def _call_values(
+        entries: Sequence[tuple[int, int, str, CallRow | None, Any, float | None]], lost: set[int], time: Any
+    ) -> list[tuple[Any, ...]]:
+        """Call-log rows (``_CALL_COLUMNS`` order) of the entries' calls, but those of lost items."""
+        return [
+            (handler, item_id, attempt, time(call.started_at), time(call.ended_at), call.busy_ms, call.records,
+             call.failed, call.outcome, call.error)
+            for item_id, attempt, handler, call, _result, _busy in entries
+            if call is not None and item_id not in lost
+        ]
 
     def calls(self, *, handler: str, since: datetime | None = None) -> list[Mapping[str, Any]]:
         """The logged calls of a handler (started at or after ``since``), oldest first."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from ..clock import ensure_aware, to_seconds
 from ..errors import InvalidInput, LeaseLost
 from .engine import DriverConnection
-from .hot import HotSQL, hot_sql
+from .hot import hot_sql
 from .item_reads import ITEM_COLUMNS as _ITEM_COLUMNS
 from .item_reads import ItemReads, item_from_row
 from .records import AttemptOutcome, ItemState, WorkItem
@@ -67,25 +67,37 @@ def _check_max_attempts(max_attempts: int) -> None:
         raise InvalidInput(f"max_attempts must be a whole number of at least 1, got {max_attempts!r}")
 
 
-def _complete_counting(cursor: sqlite3.Cursor, hot: HotSQL, ids: Sequence[int], owner: str, now: datetime) -> bool:
-    """Mark the held ``ids`` succeeded and say whether all were held; if not, roll back (driver SQL)."""
+Statements = Sequence[tuple[str, tuple[Any, ...]]]
+
+
+def _complete_counting(
+    cursor: sqlite3.Cursor, statements: Statements, ids: Sequence[int], then: Callable[..., None] | None
+) -> bool:
+    """Run completion ``statements`` and say whether all ``ids`` were held; if not, roll back (driver SQL).
+
+    ``then(cursor, lost)`` writes what commits with the completion (all held: ``lost`` is empty).
+    """
     changed = 0
-    for statement, parameters in hot.complete_statements(ids, owner, now, returning=False):
+    for statement, parameters in statements:
         changed += cursor.execute(statement, parameters).rowcount
     # Repeated ids change their row once: only when the count falls short is it worth deduplicating.
     if changed == len(ids) or changed == len(set(ids)):
+        if then is not None:
+            then(cursor, set())
         return True
     cursor.connection.rollback()
     return False
 
 
-def _complete_returning(cursor: sqlite3.Cursor, hot: HotSQL, ids: Sequence[int], owner: str, now: datetime) -> set[int]:
-    """Mark the held ``ids`` succeeded; returns those that were held (driver SQL)."""
-    return {
-        row[0]
-        for statement, parameters in hot.complete_statements(ids, owner, now)
-        for row in cursor.execute(statement, parameters).fetchall()
-    }
+def _complete_returning(
+    cursor: sqlite3.Cursor, statements: Statements, ids: Sequence[int], then: Callable[..., None] | None
+) -> set[int]:
+    """Run completion ``statements`` (with ``RETURNING``); returns the ids that were no longer held."""
+    held = {row[0] for statement, parameters in statements for row in cursor.execute(statement, parameters).fetchall()}
+    lost = set(ids) - held
+    if then is not None:
+        then(cursor, lost)
+    return lost
 
 
 def _lease_seconds(lease: float | timedelta) -> float:
@@ -258,26 +270,67 @@ class WorkItems(ItemReads):
             raise LeaseLost(f"work item {item_id} is no longer held by {owner}; its result was not recorded")
 
     def complete_many(
-        self, ids: Sequence[int], *, owner: str, results: Mapping[int, Any] | None = None
+        self,
+        ids: Sequence[int],
+        *,
+        owner: str,
+        results: Mapping[int, Any] | None = None,
+        busy: Mapping[int, float] | None = None,
     ) -> set[int]:
-        """Record success of many items in one transaction; returns the ids ``owner`` no longer holds."""
+        """Record success of many items in one transaction; returns the ids ``owner`` no longer holds.
+
+        ``results``: what an item's handler returned (stored as its result); ``busy``: how long the
+        handler of a successful async call ran, in ms (``work_items.busy_ms``).
+        """
         if not ids:
             return set()
-        if self._driver is not None and not results:
-            return self._complete_on_driver(ids, owner)
+        if self._driver is not None:
+            return self.complete_on_driver(ids, owner, results=results, busy=busy)
         with self._store.transaction() as connection:
-            return self.complete_in(connection, ids, owner=owner, results=results)
+            return self.complete_in(connection, ids, owner=owner, results=results, busy=busy)
 
-    def _complete_on_driver(self, ids: Sequence[int], owner: str) -> set[int]:
-        """``complete_many`` on SQLite: count the changed rows, and ask which only when some were lost."""
+    def complete_on_driver(
+        self,
+        ids: Sequence[int],
+        owner: str,
+        *,
+        results: Mapping[int, Any] | None = None,
+        busy: Mapping[int, float] | None = None,
+        then: Callable[[sqlite3.Cursor, set[int]], None] | None = None,
+    ) -> set[int]:
+        """``complete_many`` on SQLite's driver connection; ``then(cursor, lost)`` writes more in the same
+        transaction. The changed rows are counted, and only when some were lost is it asked which."""
         assert self._driver is not None
         now = self._store.clock.now()
         hot = self._hot
-        if self._driver.run(_complete_counting, hot, ids, owner, now):
+        if not results and not busy:
+            counting = hot.complete_statements(ids, owner, now, returning=False)
+            returning: Statements | None = None
+        else:
+            ids = list(ids)
+            times, texts = self._timed_values(ids, results, busy)
+            counting = hot.complete_timed_statements(ids, times, texts, owner, now, returning=False)
+            returning = hot.complete_timed_statements(ids, times, texts, owner, now)
+        if self._driver.run(_complete_counting, counting, ids, then):
             return set()
         # some items were no longer held: that transaction was rolled back; redo it learning which
-        held = self._driver.run(_complete_returning, hot, ids, owner, now)
-        return set(ids) - held
+        if returning is None:
+            returning = hot.complete_statements(ids, owner, now)
+        return self._driver.run(_complete_returning, returning, ids, then)
+
+    @staticmethod
+    def _timed_values(
+        ids: Sequence[int], results: Mapping[int, Any] | None, busy: Mapping[int, float] | None
+    ) -> tuple[list[float | None], list[str | None]]:
+        """The busy times and result texts of ``ids``, in order, for ``HotSQL.complete_timed_statements``."""
+        times: list[float | None] = [busy.get(item_id) for item_id in ids] if busy else [None] * len(ids)
+        if not results:
+            return times, [None] * len(ids)
+        texts = []
+        for item_id in ids:
+            result = results.get(item_id)
+            texts.append(None if result is None else dumps_json(result))
+        return times, texts
 
     def complete_in(
         self,
@@ -286,30 +339,21 @@ class WorkItems(ItemReads):
         *,
         owner: str,
         results: Mapping[int, Any] | None = None,
+        busy: Mapping[int, float] | None = None,
     ) -> set[int]:
         """``complete_many`` inside the caller's transaction (so more can commit with it)."""
         if not ids:
             return set()
         now = self._store.clock.now()
-        if self._store.backend is Backend.POSTGRESQL:
-            self._lock_held(connection, ids, owner)
-        if not results:
-            held = {
-                row[0]
-                for statement, parameters in self._hot.complete_statements(set(ids), owner, now)
-                for row in connection.exec_driver_sql(statement, parameters)
-            }
-            return set(ids) - held
-        held = set()
-        for item_id in ids:
-            row = connection.execute(
-                sa.update(work_items)
-                .where(self._held([item_id], owner))
-                .values(state=ItemState.SUCCEEDED, lease_until=None, updated_at=now, result=results.get(item_id))
-                .returning(work_items.c.id)
-            ).first()
-            if row is not None:
-                held.add(row.id)
+        if not results and not busy:
+            statements = self._hot.complete_statements(list(set(ids)), owner, now)
+        else:
+            unique = list(dict.fromkeys(ids))
+            times, texts = self._timed_values(unique, results, busy)
+            statements = self._hot.complete_timed_statements(unique, times, texts, owner, now)
+        held = {
+            row[0] for statement, parameters in statements for row in connection.exec_driver_sql(statement, parameters)
+        }
         return set(ids) - held
 
     def fail(

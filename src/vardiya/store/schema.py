@@ -79,6 +79,9 @@ work_items = sa.Table(
     sa.Column("result", JSONDocument),
     sa.Column("created_at", UTCMicros, nullable=False),
     sa.Column("updated_at", UTCMicros, nullable=False),
+    # How long the handler ran in a successful async call (migration 0006): such a call is told by its
+    # item, not by a call-log row (see invocation_calls). NULL on every other item.
+    sa.Column("busy_ms", sa.Float),
     sa.UniqueConstraint("kind", "key", name="uq_work_items_kind_key"),
     # Claims read this partial index in (run_after, id) order; claimed and finished rows are not in it,
     # so a claim never rescans them.
@@ -305,8 +308,9 @@ stream_lanes = sa.Table(
     sa.Column("cut_through", sa.BigInteger, nullable=False),
 )
 
-# Every handler call of an async invocation or a stream batch: what the metrics count. A successful
-# async call, the common case, is told by its item row instead (as its history is), sparing a write.
+# Every handler call of an async invocation or a stream batch that the metrics count, but one: a
+# successful async call, the common case, is told by its item row (``work_items.busy_ms``, as its
+# history is), sparing a row with a foreign key and two indexes per call.
 invocation_calls = sa.Table(
     "invocation_calls",
     metadata,
