@@ -91,6 +91,26 @@ def test_enqueue_many_counts_only_new_items(store: Store) -> None:
     assert store.items.find("rec", "k12").payload == {"i": -12}
 
 
+def test_enqueue_many_ids_returns_the_new_items_by_key_and_keeps_the_first_of_a_repeated_key(
+    store: Store, clock: VirtualClock
+) -> None:
+    store.items.enqueue("rec", {"old": True}, key="old")
+    later = clock.now() + timedelta(minutes=5)
+    items = [("a", {"n": 1}), ("old", {"n": 2}), ("b", [1, "two", None]), ("a", {"n": 3}), ("c", "text"), ("d", 7)]
+
+    ids = store.items.enqueue_many_ids("rec", items, max_attempts=5, run_after=later, chunk_size=2)
+
+    assert sorted(ids) == ["a", "b", "c", "d"]
+    for key, payload in [("a", {"n": 1}), ("b", [1, "two", None]), ("c", "text"), ("d", 7)]:
+        item = store.items.get(ids[key])
+        assert (item.kind, item.key, item.payload, item.state) == ("rec", key, payload, ItemState.PENDING)
+        assert (item.attempts, item.max_attempts, item.run_after, item.created_at) == (0, 5, later, clock.now())
+    assert store.items.find("rec", "old").payload == {"old": True}
+    assert [item.key for item in store.items.claim(10, owner="w", lease=600)] == ["old"]  # the rest wait
+    clock.advance(timedelta(minutes=5))
+    assert [item.key for item in store.items.claim(10, owner="w", lease=30)] == ["a", "b", "c", "d"]
+
+
 @pytest.mark.parametrize("payload", [{"when": object()}, {1, 2}, float("nan"), {"b": b"bytes"}])
 def test_payload_that_does_not_serialise_is_refused(store: Store, payload: object) -> None:
     with pytest.raises(InvalidInput, match="does not serialise to JSON") as raised:
@@ -274,6 +294,36 @@ def test_heartbeat_by_non_owner_reports_lost_and_changes_nothing(store: Store, c
 
     assert store.items.heartbeat([item.id], owner="intruder", lease=300) == {item.id}
     assert store.items.get(item.id) == claimed
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])  # SQLite has one writer at a time: no row locks
+def test_heartbeat_skips_an_item_another_transaction_is_ending_instead_of_waiting(
+    store: Store, clock: VirtualClock, backend: str
+) -> None:
+    """On PostgreSQL a heartbeat never waits for a row lock, so it can never be in a deadlock with a
+    completion of the same items (a completion locks its rows in id order; a reap skips locked rows)."""
+    first = store.items.enqueue("call", {}, key="a")
+    second = store.items.enqueue("call", {}, key="b")
+    store.items.claim(2, owner="w", lease=30)
+    clock.advance(20)
+    beat: dict[str, set[int]] = {}
+    with store.engine.connect() as other:
+        other.execute(sa.select(work_items.c.id).where(work_items.c.id == first.id).with_for_update())
+        thread = threading.Thread(
+            target=lambda: beat.setdefault("lost", store.items.heartbeat([first.id, second.id], owner="w", lease=30))
+        )
+        thread.start()
+        thread.join(timeout=10)
+        waited = thread.is_alive()
+        other.rollback()
+    thread.join()
+    assert not waited, "the heartbeat waited for the row lock"
+    # the locked item is reported not extended at once; the other one is extended
+    assert beat["lost"] == {first.id}
+    assert store.items.get(second.id).lease_until == clock.now() + timedelta(seconds=30)
+    assert store.items.get(first.id).lease_until == clock.now() + timedelta(seconds=10)
+    assert store.items.heartbeat([first.id, second.id], owner="w", lease=30) == set()
+    assert store.items.get(first.id).lease_until == clock.now() + timedelta(seconds=30)
 
 
 def test_complete_records_success_and_result(store: Store, clock: VirtualClock) -> None:

@@ -175,25 +175,27 @@ class Invoker:
                 payload["dedup_key"] = str(key)
             payloads.append((uuid.uuid4().hex, payload))
         kind = handler.call_kind
-        store.items.enqueue_many(kind, payloads, max_attempts=handler.retry.max_attempts)
+        ids = store.items.enqueue_many_ids(kind, payloads, max_attempts=handler.retry.max_attempts)
         with store.transaction() as connection:
             notify(connection, store.backend, kind)
-        handles = self._handles(store, kind, [item_key for item_key, _ in payloads])
+        handles = self._handles(store, kind, [item_key for item_key, _ in payloads], ids)
         self._wait(name, began, len(records))
         return handles
 
     @staticmethod
-    def _handles(store: Store, kind: str, item_keys: list[str]) -> list[Handle]:
+    def _handles(store: Store, kind: str, item_keys: list[str], ids: dict[str, int]) -> list[Handle]:
+        """The handles of ``item_keys``: ``ids`` has the new items; any other key is read from the store."""
         import sqlalchemy as sa
 
         from ..store.schema import work_items
 
         c = work_items.c
-        ids: dict[str, int] = {}
-        with store.reading() as connection:
-            for start in range(0, len(item_keys), 1_000):
-                chunk = item_keys[start : start + 1_000]
-                ids.update(connection.execute(sa.select(c.key, c.id).where(c.kind == kind, c.key.in_(chunk))).all())
+        missing = [item_key for item_key in item_keys if item_key not in ids]
+        if missing:
+            with store.reading() as connection:
+                for start in range(0, len(missing), 1_000):
+                    chunk = missing[start : start + 1_000]
+                    ids.update(connection.execute(sa.select(c.key, c.id).where(c.kind == kind, c.key.in_(chunk))).all())
         name = kind.split(":", 1)[1]
         return [Handle(ids[item_key], name) for item_key in item_keys]
 

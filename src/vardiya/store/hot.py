@@ -122,6 +122,22 @@ UPDATE work_items SET state = 'succeeded', lease_until = NULL, updated_at = ?, b
  WHERE work_items.id = v.column1 AND work_items.state = 'running' AND work_items.lease_owner = ?{returning}
 """
 
+# A bulk enqueue: the shared values bound once, (key, payload JSON text) per item; an existing
+# (kind, key) is kept as it is, and the new items come back as (key, id).
+_ENQUEUE_COLUMNS = "kind, key, payload, state, attempts, max_attempts, run_after, created_at, updated_at"
+_SQLITE_ENQUEUE = f"""
+INSERT INTO work_items ({_ENQUEUE_COLUMNS})
+SELECT ?, column1, column2, 'pending', 0, ?, ?, ?, ? FROM (VALUES {{rows}}) WHERE true
+ON CONFLICT (kind, key) DO NOTHING
+RETURNING key, id
+"""
+_POSTGRES_ENQUEUE = f"""
+INSERT INTO work_items ({_ENQUEUE_COLUMNS})
+SELECT %s, t.key, t.payload::jsonb, 'pending', 0, %s, %s, %s, %s FROM unnest(%s::text[], %s::text[]) AS t (key, payload)
+ON CONFLICT (kind, key) DO NOTHING
+RETURNING key, id
+"""
+
 #: Most ids one SQLite statement binds (old SQLite builds allow 999 parameters).
 _SQLITE_IDS_PER_STATEMENT = 512
 
@@ -147,6 +163,11 @@ def _sqlite_take(size: int) -> str:
 @lru_cache(maxsize=256)
 def _sqlite_complete(size: int, returning: bool) -> str:
     return _SQLITE_COMPLETE.format(marks=_marks(size), returning="\nRETURNING id" if returning else "")
+
+
+@lru_cache(maxsize=64)
+def _sqlite_enqueue(size: int) -> str:
+    return _SQLITE_ENQUEUE.format(rows=", ".join(["(?, ?)"] * size))
 
 
 @lru_cache(maxsize=256)
@@ -274,6 +295,26 @@ class HotSQL:
         for chunk in _id_chunks(list(map(_first, rows))):
             connection.execute(_sqlite_take(len(chunk)), (*claimed, *chunk))
         return claimed_items(rows, claim_tail(owner, until, now, usual_kind))
+
+    def enqueue_statements(
+        self,
+        kind: str,
+        rows: Sequence[tuple[str, str]],
+        max_attempts: int,
+        run_after: datetime,
+        now: datetime,
+    ) -> list[tuple[str, tuple[Any, ...]]]:
+        """The statements that insert ``rows`` of (key, payload JSON text), each returning (key, id) of
+        the items that were new."""
+        shared = (kind, max_attempts, self._item_time(run_after), self._item_time(now), self._item_time(now))
+        if self.backend is Backend.POSTGRESQL:
+            keys, payloads = (list(column) for column in zip(*rows)) if rows else ([], [])
+            return [(_POSTGRES_ENQUEUE, (*shared, keys, payloads))]
+        step = _SQLITE_IDS_PER_STATEMENT // 2
+        return [
+            (_sqlite_enqueue(len(chunk)), (*shared, *chain(*chunk)))
+            for chunk in (rows[start : start + step] for start in range(0, len(rows), step))
+        ]
 
     def complete_statements(
         self, ids: Collection[int], owner: str, now: datetime, *, returning: bool = True

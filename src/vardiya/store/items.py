@@ -52,9 +52,10 @@ def _lease_expired_error(owner: str | None) -> str | None:
     return None if owner is None else f"lease expired: worker {owner} stopped before finishing"
 
 
-def _check_payload(kind: str, key: str, payload: Any) -> None:
+def _check_payload(kind: str, key: str, payload: Any) -> str:
+    """The payload's JSON text (what the store keeps); a payload that has none is bad input."""
     try:
-        dumps_json(payload)
+        return dumps_json(payload)
     except (TypeError, ValueError) as error:
         raise InvalidInput(
             f"payload of {kind} item {key!r} does not serialise to JSON ({error}); "
@@ -98,6 +99,11 @@ def _complete_returning(
     if then is not None:
         then(cursor, lost)
     return lost
+
+
+def _returned(cursor: sqlite3.Cursor, statements: Statements) -> list[Any]:
+    """Run ``statements`` and gather the rows they return (driver SQL)."""
+    return [row for statement, parameters in statements for row in cursor.execute(statement, parameters).fetchall()]
 
 
 def _lease_seconds(lease: float | timedelta) -> float:
@@ -182,21 +188,40 @@ class WorkItems(ItemReads):
         Every payload is checked before anything is written, so a bad one leaves the store untouched.
         Returns how many items were new.
         """
+        return len(
+            self.enqueue_many_ids(kind, items, max_attempts=max_attempts, run_after=run_after, chunk_size=chunk_size)
+        )
+
+    def enqueue_many_ids(
+        self,
+        kind: str,
+        items: Iterable[tuple[str, Any]],
+        *,
+        max_attempts: int = 3,
+        run_after: datetime | None = None,
+        chunk_size: int = 2_000,
+    ) -> dict[str, int]:
+        """``enqueue_many``, returning the id of each new item by its key (an existing key is not in it).
+
+        The rows go in as driver SQL, each payload as the JSON text its check made: one statement per
+        chunk on PostgreSQL (arrays), a few on SQLite (on the driver connection), where SQLAlchemy's
+        executemany cost 5x more than the database (benchmarks/README.md, bench_async's enqueue).
+        """
         _check_max_attempts(max_attempts)
         now = self._store.clock.now()
-        after = run_after or now
-        rows = []
-        for key, payload in items:
-            _check_payload(kind, key, payload)
-            rows.append(self._new_row(kind, key, payload, max_attempts, after, now))
-        insert = self._store.dialect_insert(work_items).on_conflict_do_nothing(index_elements=["kind", "key"])
-        return sum(self._insert_chunk(insert, rows[i : i + chunk_size]) for i in range(0, len(rows), chunk_size))
-
-    def _insert_chunk(self, insert: Any, chunk: list[dict[str, Any]]) -> int:
-        # Count the inserted rows by RETURNING: an executemany's rowcount is -1 on psycopg through
-        # SQLAlchemy, and ON CONFLICT DO NOTHING returns no row for an existing key.
-        with self._store.transaction() as connection:
-            return len(connection.execute(insert.returning(work_items.c.id), chunk).all())
+        after = ensure_aware(run_after, "run_after") if run_after is not None else now
+        rows = [(key, _check_payload(kind, key, payload)) for key, payload in items]
+        ids: dict[str, int] = {}
+        hot = self._hot
+        for start in range(0, len(rows), chunk_size):
+            statements = hot.enqueue_statements(kind, rows[start : start + chunk_size], max_attempts, after, now)
+            if self._driver is not None:
+                ids.update(self._driver.run(_returned, statements))
+            else:
+                with self._store.transaction() as connection:
+                    for statement, parameters in statements:
+                        ids.update(connection.exec_driver_sql(statement, parameters).fetchall())
+        return ids
 
     @staticmethod
     def _new_row(
@@ -249,17 +274,24 @@ class WorkItems(ItemReads):
         return self._hot.claimed(rows, owner, now, until)
 
     def heartbeat(self, ids: Sequence[int], *, owner: str, lease: float | timedelta) -> set[int]:
-        """Extend the leases ``owner`` holds on ``ids``; returns the ids it no longer holds."""
+        """Extend the leases ``owner`` holds on ``ids``; returns the ids it did not extend.
+
+        Those are the ids it no longer holds and, on PostgreSQL, any being ended by another transaction
+        at that moment: the heartbeat skips rows locked by a completion instead of waiting for them, so
+        it never waits in a cycle with one (a completion locks its rows in id order, a reap skips
+        locked rows too). An item skipped is either ended a moment later or extended by the next beat.
+        """
         now = self._store.clock.now()
         until = now + timedelta(seconds=_lease_seconds(lease))
+        held = self._held(ids, owner)
+        if self._store.backend is Backend.POSTGRESQL:
+            c = work_items.c
+            held = c.id.in_(sa.select(c.id).where(held).with_for_update(skip_locked=True).scalar_subquery())
         with self._store.transaction() as connection:
-            held = connection.execute(
-                sa.update(work_items)
-                .where(self._held(ids, owner))
-                .values(lease_until=until, updated_at=now)
-                .returning(work_items.c.id)
+            extended = connection.execute(
+                sa.update(work_items).where(held).values(lease_until=until, updated_at=now).returning(work_items.c.id)
             ).scalars()
-            return set(ids) - set(held)
+            return set(ids) - set(extended)
 
     # -- outcomes -----------------------------------------------------------------------------------
 
