@@ -9,8 +9,9 @@ What one run of one configuration does (every system alike):
 - **vardiya:** ``Invoker(store, app).submit_many("bench_noop", records)``; then
   ``Worker(store, app, ...).run(until_idle=True)`` in this process (threads included), or one such
   worker per spawned process for the "2 processes" setting. The handler is ``def noop(record,
-  context)``; the worker claims, runs, and records every call (its attempt, the call-log row, the
-  item's state), which is what an async invocation is in vardiya. ``default`` is ``Worker(store, app)``
+  context)``; the worker claims, runs, and records every call (its attempt, its busy time and the
+  item's state; a failed call would also get a call-log row), which is what an async invocation is in
+  vardiya. ``default`` is ``Worker(store, app)``
   as it comes (1 thread, prefetch 100, 30 s lease, heartbeat on); the other settings change one thing
   each (``poll_max=0.05`` where a worker may go idle while another still holds items, so it notices
   the end within 50 ms instead of 1 s). ``CLI`` is ``vardiya worker --until-idle`` run as a user runs

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..clock import Clock, SystemClock
 from ..errors import ConfigurationError, InvalidInput
 from ..store.records import Attempt, ItemState
-from ..store.streams import Streams, notify
+from ..store.streams import Streams
 from ..store.types import dumps_json
 from .execute import BatchRecord, run_attempt
 from .gate import StoreGate
@@ -175,9 +175,7 @@ class Invoker:
                 payload["dedup_key"] = str(key)
             payloads.append((uuid.uuid4().hex, payload))
         kind = handler.call_kind
-        ids = store.items.enqueue_many_ids(kind, payloads, max_attempts=handler.retry.max_attempts)
-        with store.transaction() as connection:
-            notify(connection, store.backend, kind)
+        ids = store.items.enqueue_many_ids(kind, payloads, max_attempts=handler.retry.max_attempts, wake=True)
         handles = self._handles(store, kind, [item_key for item_key, _ in payloads], ids)
         self._wait(name, began, len(records))
         return handles

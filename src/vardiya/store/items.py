@@ -31,6 +31,7 @@ from .item_reads import ItemReads, item_from_row
 from .records import AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
 from .schema import work_items
+from .streams import notify
 from .types import UTCMicros, dumps_json
 from .url import Backend
 
@@ -200,12 +201,14 @@ class WorkItems(ItemReads):
         max_attempts: int = 3,
         run_after: datetime | None = None,
         chunk_size: int = 2_000,
+        wake: bool = False,
     ) -> dict[str, int]:
         """``enqueue_many``, returning the id of each new item by its key (an existing key is not in it).
 
         The rows go in as driver SQL, each payload as the JSON text its check made: one statement per
         chunk on PostgreSQL (arrays), a few on SQLite (on the driver connection), where SQLAlchemy's
         executemany cost 5x more than the database (benchmarks/README.md, bench_async's enqueue).
+        ``wake``: on PostgreSQL, NOTIFY idle workers in each chunk's own transaction (no commit more).
         """
         _check_max_attempts(max_attempts)
         now = self._store.clock.now()
@@ -221,6 +224,8 @@ class WorkItems(ItemReads):
                 with self._store.transaction() as connection:
                     for statement, parameters in statements:
                         ids.update(connection.exec_driver_sql(statement, parameters).fetchall())
+                    if wake:
+                        notify(connection, self._store.backend, kind)
         return ids
 
     @staticmethod
