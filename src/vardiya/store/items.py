@@ -102,11 +102,6 @@ def _complete_returning(
     return lost
 
 
-def _returned(cursor: sqlite3.Cursor, statements: Statements) -> list[Any]:
-    """Run ``statements`` and gather the rows they return (driver SQL)."""
-    return [row for statement, parameters in statements for row in cursor.execute(statement, parameters).fetchall()]
-
-
 def _lease_seconds(lease: float | timedelta) -> float:
     seconds = to_seconds(lease)
     if seconds <= 0:
@@ -206,9 +201,11 @@ class WorkItems(ItemReads):
         """``enqueue_many``, returning the id of each new item by its key (an existing key is not in it).
 
         The rows go in as driver SQL, each payload as the JSON text its check made: one statement per
-        chunk on PostgreSQL (arrays), a few on SQLite (on the driver connection), where SQLAlchemy's
-        executemany cost 5x more than the database (benchmarks/README.md, bench_async's enqueue).
-        ``wake``: on PostgreSQL, NOTIFY idle workers in each chunk's own transaction (no commit more).
+        chunk on PostgreSQL (arrays), a few on SQLite, where SQLAlchemy's executemany cost 5x more than
+        the database (benchmarks/README.md, bench_async's enqueue). On SQLite they go through a pooled
+        connection, not the driver connection of the claims: a submitter thread that opened that one
+        left a worker's two threads in the same process a quarter slower afterwards (measured, not
+        explained). ``wake``: on PostgreSQL, NOTIFY idle workers in each chunk's own transaction.
         """
         _check_max_attempts(max_attempts)
         now = self._store.clock.now()
@@ -218,14 +215,11 @@ class WorkItems(ItemReads):
         hot = self._hot
         for start in range(0, len(rows), chunk_size):
             statements = hot.enqueue_statements(kind, rows[start : start + chunk_size], max_attempts, after, now)
-            if self._driver is not None:
-                ids.update(self._driver.run(_returned, statements))
-            else:
-                with self._store.transaction() as connection:
-                    for statement, parameters in statements:
-                        ids.update(connection.exec_driver_sql(statement, parameters).fetchall())
-                    if wake:
-                        notify(connection, self._store.backend, kind)
+            with self._store.transaction() as connection:
+                for statement, parameters in statements:
+                    ids.update(connection.exec_driver_sql(statement, parameters).fetchall())
+                if wake:
+                    notify(connection, self._store.backend, kind)
         return ids
 
     @staticmethod
