@@ -11,7 +11,8 @@ one heartbeat thread that keeps those leases alive. What it guarantees:
   are left, else the item is dead-lettered with its history, and the ``on_failure`` hook and the
   ``vardiya.worker`` log both say so: an error is never invisible.
 - Idle, it waits for work: on PostgreSQL a ``LISTEN`` wakes it the moment something is enqueued or
-  appended; on SQLite it polls, backing off from ``poll_min`` to ``poll_max``.
+  appended; on SQLite it reads ``PRAGMA data_version`` every ``poll_min`` and wakes at the first commit
+  of another connection (at the latest after ``poll_max``).
 
 Ticks and triggered pipeline runs (``vardiya.service.work``) are claimed one at a time per thread,
 before the invocation work: each is long next to a call, and holding a hundred of them would starve
