@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from itertools import chain
@@ -40,7 +40,7 @@ from ..clock import ensure_aware
 from .records import CLAIM_ROW_FIELDS, WorkItem, claim_tail, claimed_items, record_key
 from .url import Backend
 
-__all__ = ["HotSQL", "hot_sql"]
+__all__ = ["HotSQL", "Statements", "complete_counting", "complete_returning", "hot_sql"]
 
 # records.CLAIM_ROW_FIELDS, read before the claim's UPDATE (so the attempt it counts is added here). The
 # sqlite3 module hands over a column value at 500-1,000 instructions (it releases the GIL around each),
@@ -393,6 +393,40 @@ _first = itemgetter(0)
 
 def _run_after_and_id(row: Sequence[Any]) -> tuple[Any, int]:
     return row[6], row[0]
+
+
+#: Statements with their parameters, as ``HotSQL`` builds them for the driver.
+Statements = Sequence[tuple[str, tuple[Any, ...]]]
+
+
+def complete_counting(
+    cursor: sqlite3.Cursor, statements: Statements, ids: Sequence[int], then: Callable[..., None] | None
+) -> bool:
+    """Run completion ``statements`` and say whether all ``ids`` were held; if not, roll back (driver SQL).
+
+    ``then(cursor, lost)`` writes what commits with the completion (all held: ``lost`` is empty).
+    """
+    changed = 0
+    for statement, parameters in statements:
+        changed += cursor.execute(statement, parameters).rowcount
+    # Repeated ids change their row once: only when the count falls short is it worth deduplicating.
+    if changed == len(ids) or changed == len(set(ids)):
+        if then is not None:
+            then(cursor, set())
+        return True
+    cursor.connection.rollback()
+    return False
+
+
+def complete_returning(
+    cursor: sqlite3.Cursor, statements: Statements, ids: Sequence[int], then: Callable[..., None] | None
+) -> set[int]:
+    """Run completion ``statements`` (with ``RETURNING``); returns the ids that were no longer held."""
+    held = {row[0] for statement, parameters in statements for row in cursor.execute(statement, parameters).fetchall()}
+    lost = set(ids) - held
+    if then is not None:
+        then(cursor, lost)
+    return lost
 
 
 _CACHE: dict[Backend, HotSQL] = {}

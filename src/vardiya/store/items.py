@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from ..clock import ensure_aware, to_seconds
 from ..errors import InvalidInput, LeaseLost
 from .engine import DriverConnection
-from .hot import hot_sql
+from .hot import Statements, complete_counting, complete_returning, hot_sql
 from .item_reads import ITEM_COLUMNS as _ITEM_COLUMNS
 from .item_reads import ItemReads, item_from_row
 from .records import AttemptOutcome, ItemState, WorkItem
@@ -67,39 +67,6 @@ def _check_payload(kind: str, key: str, payload: Any) -> str:
 def _check_max_attempts(max_attempts: int) -> None:
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
         raise InvalidInput(f"max_attempts must be a whole number of at least 1, got {max_attempts!r}")
-
-
-Statements = Sequence[tuple[str, tuple[Any, ...]]]
-
-
-def _complete_counting(
-    cursor: sqlite3.Cursor, statements: Statements, ids: Sequence[int], then: Callable[..., None] | None
-) -> bool:
-    """Run completion ``statements`` and say whether all ``ids`` were held; if not, roll back (driver SQL).
-
-    ``then(cursor, lost)`` writes what commits with the completion (all held: ``lost`` is empty).
-    """
-    changed = 0
-    for statement, parameters in statements:
-        changed += cursor.execute(statement, parameters).rowcount
-    # Repeated ids change their row once: only when the count falls short is it worth deduplicating.
-    if changed == len(ids) or changed == len(set(ids)):
-        if then is not None:
-            then(cursor, set())
-        return True
-    cursor.connection.rollback()
-    return False
-
-
-def _complete_returning(
-    cursor: sqlite3.Cursor, statements: Statements, ids: Sequence[int], then: Callable[..., None] | None
-) -> set[int]:
-    """Run completion ``statements`` (with ``RETURNING``); returns the ids that were no longer held."""
-    held = {row[0] for statement, parameters in statements for row in cursor.execute(statement, parameters).fetchall()}
-    lost = set(ids) - held
-    if then is not None:
-        then(cursor, lost)
-    return lost
 
 
 def _lease_seconds(lease: float | timedelta) -> float:
@@ -342,12 +309,12 @@ class WorkItems(ItemReads):
             times, texts = self._timed_values(ids, results, busy)
             counting = hot.complete_timed_statements(ids, times, texts, owner, now, returning=False)
             returning = hot.complete_timed_statements(ids, times, texts, owner, now)
-        if self._driver.run(_complete_counting, counting, ids, then):
+        if self._driver.run(complete_counting, counting, ids, then):
             return set()
         # some items were no longer held: that transaction was rolled back; redo it learning which
         if returning is None:
             returning = hot.complete_statements(ids, owner, now)
-        return self._driver.run(_complete_returning, returning, ids, then)
+        return self._driver.run(complete_returning, returning, ids, then)
 
     @staticmethod
     def _timed_values(
