@@ -61,7 +61,7 @@ class DataVersionWaker:
         self.poll_min = poll_min
         self.poll_max = max(poll_min, poll_max)
         # Autocommit, reads only: it never takes a lock another connection could wait for.
-        self._connection = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self._connection = sqlite3.connect(str(path), isolation_level=None)
 
     def _version(self) -> int:
         return int(self._connection.execute("PRAGMA data_version").fetchone()[0])

@@ -300,35 +300,32 @@ class WorkItems(ItemReads):
         transaction. The changed rows are counted, and only when some were lost is it asked which."""
         assert self._driver is not None
         now = self._store.clock.now()
-        hot = self._hot
-        if not results and not busy:
-            counting = hot.complete_statements(ids, owner, now, returning=False)
-            returning: Statements | None = None
-        else:
-            ids = list(ids)
-            times, texts = self._timed_values(ids, results, busy)
-            counting = hot.complete_timed_statements(ids, times, texts, owner, now, returning=False)
-            returning = hot.complete_timed_statements(ids, times, texts, owner, now)
+        counting = self._completion(ids, owner, now, results, busy, returning=False)
         if self._driver.run(complete_counting, counting, ids, then):
             return set()
         # some items were no longer held: that transaction was rolled back; redo it learning which
-        if returning is None:
-            returning = hot.complete_statements(ids, owner, now)
+        returning = self._completion(ids, owner, now, results, busy, returning=True)
         return self._driver.run(complete_returning, returning, ids, then)
 
-    @staticmethod
-    def _timed_values(
-        ids: Sequence[int], results: Mapping[int, Any] | None, busy: Mapping[int, float] | None
-    ) -> tuple[list[float | None], list[str | None]]:
-        """The busy times and result texts of ``ids``, in order, for ``HotSQL.complete_timed_statements``."""
+    def _completion(
+        self,
+        ids: Sequence[int],
+        owner: str,
+        now: datetime,
+        results: Mapping[int, Any] | None,
+        busy: Mapping[int, float] | None,
+        *,
+        returning: bool,
+    ) -> Statements:
+        """The statements that mark ``ids`` succeeded, with their results and busy times when given."""
+        if not results and not busy:
+            return self._hot.complete_statements(ids, owner, now, returning=returning)
+        ids = list(ids)
         times: list[float | None] = [busy.get(item_id) for item_id in ids] if busy else [None] * len(ids)
-        if not results:
-            return times, [None] * len(ids)
-        texts = []
-        for item_id in ids:
-            result = results.get(item_id)
-            texts.append(None if result is None else dumps_json(result))
-        return times, texts
+        texts: list[str | None] = [None] * len(ids)
+        if results:
+            texts = [None if (result := results.get(item_id)) is None else dumps_json(result) for item_id in ids]
+        return self._hot.complete_timed_statements(ids, times, texts, owner, now, returning=returning)
 
     def complete_in(
         self,
@@ -342,13 +339,8 @@ class WorkItems(ItemReads):
         """``complete_many`` inside the caller's transaction (so more can commit with it)."""
         if not ids:
             return set()
-        now = self._store.clock.now()
-        if not results and not busy:
-            statements = self._hot.complete_statements(list(set(ids)), owner, now)
-        else:
-            unique = list(dict.fromkeys(ids))
-            times, texts = self._timed_values(unique, results, busy)
-            statements = self._hot.complete_timed_statements(unique, times, texts, owner, now)
+        unique = list(dict.fromkeys(ids))
+        statements = self._completion(unique, owner, self._store.clock.now(), results, busy, returning=True)
         held = {
             row[0] for statement, parameters in statements for row in connection.exec_driver_sql(statement, parameters)
         }
