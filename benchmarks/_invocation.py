@@ -32,6 +32,7 @@ PEERS_VENV = "benchmarks/.venv-peers"
 #: Every vardiya table a benchmark run fills (emptied between runs on PostgreSQL).
 VARDIYA_TABLES = (
     "invocation_calls", "work_item_attempts", "dedup_keys", "stream_lanes", "stream_records", "work_items",
+    "work_item_keys",
 )
 
 

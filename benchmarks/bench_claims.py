@@ -54,10 +54,11 @@ def vardiya_side(store: Any, rows: int, postgres: bool) -> Any:
         with store.transaction() as connection:
             if postgres:
                 # CASCADE: every table that refers to work items (attempts, dedup keys, streams, calls).
-                connection.exec_driver_sql("TRUNCATE work_items RESTART IDENTITY CASCADE")
+                connection.exec_driver_sql("TRUNCATE work_items, work_item_keys RESTART IDENTITY CASCADE")
             else:
                 connection.exec_driver_sql("DELETE FROM work_item_attempts")
                 connection.exec_driver_sql("DELETE FROM work_items")
+                connection.exec_driver_sql("DELETE FROM work_item_keys")
         store.items.enqueue_many(KIND, ((f"item-{number}", payload(number)) for number in range(rows)))
         if postgres:
             with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:

@@ -17,7 +17,9 @@ writes a step needs, into the real ``work_items`` and ``schedules`` tables of a 
 payload JSON, state ``pending``, attempts 0, max_attempts 3, run_after, created_at, updated_at: the
 values vardiya writes, the key and times converted once per step (SQLite: by the columns' own
 SQLAlchemy types, text or integer microseconds), the payload encoded per row) built in the loop and
-inserted with ``executemany`` of ``INSERT ... ON CONFLICT (kind, key) DO NOTHING``, then
+inserted with ``executemany``, key row first and the item only for a new key (PostgreSQL: one
+``WITH ... INSERT INTO work_item_keys ... ON CONFLICT DO NOTHING`` statement; SQLite: the item where no
+key row is, then its key row), as vardiya's enqueue writes them, then
 ``executemany`` of ``UPDATE schedules SET planned_through, fired = fired + 1, updated_by, updated_at
 WHERE name = ?`` for every schedule (the first step: an ``INSERT`` of the cursor rows instead).
 SQLite: ``sqlite3`` on its own copy of the store, WAL, ``synchronous=NORMAL``, ``BEGIN IMMEDIATE``;
@@ -192,7 +194,7 @@ def vardiya_planning(app: Any, url: str, jobs: int, steps: int, profiler: Any = 
 
 
 def raw_planning(backend: str, target: str, jobs: int, steps: int) -> PlanRates:
-    """The write-only floor: per step, the tick rows by executemany (ON CONFLICT DO NOTHING) and the cursors."""
+    """The write-only floor: per step, the tick rows by executemany (key row, then item) and the cursors."""
     from vardiya.schedule.plan import planned_key, tick_kind
 
     kinds = [tick_kind(job_name(number)) for number in range(jobs)]
@@ -200,10 +202,29 @@ def raw_planning(backend: str, target: str, jobs: int, steps: int) -> PlanRates:
     jobs_names = [job_name(number) for number in range(jobs)]
     postgres = backend == "postgresql"
     mark = "%s" if postgres else "?"
-    insert_item = (
-        "INSERT INTO work_items (kind, key, payload, state, attempts, max_attempts, run_after, created_at, "
-        f"updated_at) VALUES ({', '.join([mark] * 9)}) ON CONFLICT (kind, key) DO NOTHING"
-    )
+    # The key row first (its primary key is what makes the enqueue idempotent), the item only for a
+    # new key: the same writes as vardiya's enqueue (store/hot.py), one row per statement.
+    columns = "kind, key, payload, state, attempts, max_attempts, run_after, created_at, updated_at"
+    if postgres:
+        insert_items = [(
+            "WITH k AS (INSERT INTO work_item_keys (kind, key, item_id) VALUES (%s, %s, nextval('work_items_id_seq'))"
+            f" ON CONFLICT DO NOTHING RETURNING kind, key, item_id) INSERT INTO work_items (id, {columns})"
+            " SELECT k.item_id, k.kind, k.key, %s, %s, %s, %s, %s, %s, %s FROM k",
+            lambda row: row,
+        )]
+    else:
+        insert_items = [
+            (
+                f"INSERT INTO work_items ({columns}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?"
+                " WHERE NOT EXISTS (SELECT 1 FROM work_item_keys WHERE kind = ? AND key = ?)",
+                lambda row: (*row, row[0], row[1]),
+            ),
+            (
+                "INSERT OR IGNORE INTO work_item_keys (kind, key, item_id) SELECT kind, key, id FROM work_items"
+                " WHERE kind = ? AND key = ?",
+                lambda row: row[:2],
+            ),
+        ]
     insert_cursor = (
         "INSERT INTO schedules (name, planned_through, fired, skipped, updated_by, updated_at) "
         f"VALUES ({mark}, {mark}, 1, 0, {mark}, {mark})"
@@ -278,7 +299,8 @@ def raw_planning(backend: str, target: str, jobs: int, steps: int) -> PlanRates:
         ]
         through, changed = cursor_time(planned), cursor_time(now)
         with transaction():
-            cursor.executemany(insert_item, items)
+            for statement, parameters in insert_items:
+                cursor.executemany(statement, [parameters(row) for row in items])
             if first:
                 cursor.executemany(insert_cursor, [(name, through, OWNER, changed) for name in names])
             else:
@@ -321,7 +343,7 @@ def bench_planning(backend: str, args: argparse.Namespace, app: Any) -> list[Com
                     import psycopg
 
                     with psycopg.connect(target.raw_target, autocommit=True) as admin:
-                        admin.execute("TRUNCATE work_items, schedules RESTART IDENTITY CASCADE")
+                        admin.execute("TRUNCATE work_items, work_item_keys, schedules RESTART IDENTITY CASCADE")
                     return target.store_url if name == "vardiya" else target.raw_target
                 path = work / f"{name}.db"
                 for suffix in ("", "-wal", "-shm"):

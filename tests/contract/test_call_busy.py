@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from alembic import command
 
 from vardiya.app import App
 from vardiya.clock import VirtualClock
@@ -18,8 +17,9 @@ from vardiya.invoke.invoker import Invoker
 from vardiya.invoke.retry import FixedWait, RetryPolicy
 from vardiya.invoke.worker import Worker
 from vardiya.store import ItemState, Store
-from vardiya.store.migrate import _config, head_revision, read_version
+from vardiya.store.migrate import head_revision, read_version
 from vardiya.store.schema import invocation_calls, work_items
+from tests.support.migrations import at_revision
 
 
 def _app(clock: VirtualClock, *, fail_first: set[int] = frozenset()) -> App:  # type: ignore[assignment]
@@ -93,22 +93,12 @@ def test_downgrading_to_0005_writes_the_calls_told_by_items_into_the_call_log(st
     with store.reading() as connection:
         ended = dict(connection.execute(sa.select(w.id, w.updated_at)).all())
 
-    engine = store.engine
-    try:
-        with engine.connect() as connection:
-            command.downgrade(_config(connection), "0005")
-            connection.commit()
-        with engine.connect() as connection:
-            assert read_version(connection).current == "0005"
-            columns = {column["name"] for column in sa.inspect(connection).get_columns("work_items")}
-            assert "busy_ms" not in columns
-            rows = connection.execute(
-                sa.select(invocation_calls).where(invocation_calls.c.outcome == "succeeded").order_by(invocation_calls.c.item_id)
-            ).all()
-    finally:
-        with engine.connect() as connection:
-            command.upgrade(_config(connection), "head")
-            connection.commit()
+    with at_revision(store, "0005") as connection:
+        columns = {column["name"] for column in sa.inspect(connection).get_columns("work_items")}
+        assert "busy_ms" not in columns
+        rows = connection.execute(
+            sa.select(invocation_calls).where(invocation_calls.c.outcome == "succeeded").order_by(invocation_calls.c.item_id)
+        ).all()
 
     assert [(row.handler, row.item_id, row.attempt, row.records, row.failed) for row in rows] == [
         ("check", handles[0].id, 2, 1, 0), ("check", handles[1].id, 1, 1, 0), ("check", handles[2].id, 1, 1, 0)
@@ -121,5 +111,5 @@ def test_downgrading_to_0005_writes_the_calls_told_by_items_into_the_call_log(st
     failed = [row for row in _calls(store) if row.outcome == "failed"]
     assert len(rows) + len(failed) == before.calls
     assert sum(row.busy_ms for row in rows) + sum(row.busy_ms for row in failed) == pytest.approx(before.busy_ms)
-    with engine.connect() as connection:
+    with store.engine.connect() as connection:
         assert read_version(connection).current == head_revision()

@@ -34,11 +34,14 @@ from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..clock import ensure_aware
 from .records import CLAIM_ROW_FIELDS, WorkItem, claim_tail, claimed_items, record_key
 from .url import Backend
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 __all__ = ["HotSQL", "Statements", "complete_counting", "complete_returning", "hot_sql"]
 
@@ -122,21 +125,39 @@ UPDATE work_items SET state = 'succeeded', lease_until = NULL, updated_at = ?, b
  WHERE work_items.id = v.column1 AND work_items.state = 'running' AND work_items.lease_owner = ?{returning}
 """
 
-# A bulk enqueue: the shared values bound once, (key, payload JSON text) per item; an existing
-# (kind, key) is kept as it is, and the new items come back as (key, id).
+# A bulk enqueue: the shared values bound once, (key, payload JSON text) per item (no key twice). The
+# key goes into ``work_item_keys`` first and an existing (kind, key) is kept as it is; the item is
+# inserted only for a key that was new, with the id the key row took (migration 0007). The new items
+# come back as (key, id).
 _ENQUEUE_COLUMNS = "kind, key, payload, state, attempts, max_attempts, run_after, created_at, updated_at"
+_POSTGRES_ENQUEUE = f"""
+WITH given AS (
+    SELECT * FROM unnest(%s::text[], %s::text[]) AS t (key, payload)
+), fresh AS (
+    INSERT INTO work_item_keys (kind, key, item_id)
+    SELECT %s, given.key, nextval('work_items_id_seq') FROM given
+    ON CONFLICT DO NOTHING
+    RETURNING key, item_id
+)
+INSERT INTO work_items (id, {_ENQUEUE_COLUMNS})
+SELECT fresh.item_id, %s, fresh.key, given.payload::jsonb, 'pending', 0, %s, %s, %s, %s
+  FROM fresh JOIN given ON given.key = fresh.key
+RETURNING key, id
+"""
+# SQLite runs one write transaction at a time: within it, a key absent from work_item_keys stays absent
+# until this transaction adds it, so the check and the two inserts need no ON CONFLICT.
 _SQLITE_ENQUEUE = f"""
 INSERT INTO work_items ({_ENQUEUE_COLUMNS})
-SELECT ?, column1, column2, 'pending', 0, ?, ?, ?, ? FROM (VALUES {{rows}}) WHERE true
-ON CONFLICT (kind, key) DO NOTHING
+SELECT ?, column1, column2, 'pending', 0, ?, ?, ?, ? FROM (VALUES {{rows}}) AS v
+ WHERE NOT EXISTS (SELECT 1 FROM work_item_keys AS k WHERE k.kind = ? AND k.key = v.column1)
 RETURNING key, id
 """
-_POSTGRES_ENQUEUE = f"""
-INSERT INTO work_items ({_ENQUEUE_COLUMNS})
-SELECT %s, t.key, t.payload::jsonb, 'pending', 0, %s, %s, %s, %s FROM unnest(%s::text[], %s::text[]) AS t (key, payload)
-ON CONFLICT (kind, key) DO NOTHING
-RETURNING key, id
-"""
+_SQLITE_ENQUEUE_KEYS = "INSERT INTO work_item_keys (kind, key, item_id) SELECT ?, column1, column2 FROM (VALUES {rows})"
+#: The key of one item inserted on its own (a stream's batch, whose key is unique by construction).
+ITEM_KEY_INSERT = {
+    Backend.SQLITE: "INSERT INTO work_item_keys (kind, key, item_id) VALUES (?, ?, ?)",
+    Backend.POSTGRESQL: "INSERT INTO work_item_keys (kind, key, item_id) VALUES (%s, %s, %s)",
+}
 
 #: Most ids one SQLite statement binds (old SQLite builds allow 999 parameters).
 _SQLITE_IDS_PER_STATEMENT = 512
@@ -168,6 +189,11 @@ def _sqlite_complete(size: int, returning: bool) -> str:
 @lru_cache(maxsize=64)
 def _sqlite_enqueue(size: int) -> str:
     return _SQLITE_ENQUEUE.format(rows=", ".join(["(?, ?)"] * size))
+
+
+@lru_cache(maxsize=64)
+def _sqlite_enqueue_keys(size: int) -> str:
+    return _SQLITE_ENQUEUE_KEYS.format(rows=", ".join(["(?, ?)"] * size))
 
 
 @lru_cache(maxsize=256)
@@ -296,25 +322,32 @@ class HotSQL:
             connection.execute(_sqlite_take(len(chunk)), (*claimed, *chunk))
         return claimed_items(rows, claim_tail(owner, until, now, usual_kind))
 
-    def enqueue_statements(
+    def enqueue(
         self,
+        connection: sa.Connection,
         kind: str,
         rows: Sequence[tuple[str, str]],
         max_attempts: int,
         run_after: datetime,
         now: datetime,
-    ) -> list[tuple[str, tuple[Any, ...]]]:
-        """The statements that insert ``rows`` of (key, payload JSON text), each returning (key, id) of
-        the items that were new."""
-        shared = (kind, max_attempts, self._item_time(run_after), self._item_time(now), self._item_time(now))
+    ) -> list[tuple[str, int]]:
+        """Insert ``rows`` of (key, payload JSON text), no key twice, in ``connection``'s transaction;
+        returns (key, id) of the items that were new."""
+        shared = (max_attempts, self._item_time(run_after), self._item_time(now), self._item_time(now))
         if self.backend is Backend.POSTGRESQL:
             keys, payloads = (list(column) for column in zip(*rows)) if rows else ([], [])
-            return [(_POSTGRES_ENQUEUE, (*shared, keys, payloads))]
+            return connection.exec_driver_sql(_POSTGRES_ENQUEUE, (keys, payloads, kind, kind, *shared)).fetchall()
+        made: list[tuple[str, int]] = []
         step = _SQLITE_IDS_PER_STATEMENT // 2
-        return [
-            (_sqlite_enqueue(len(chunk)), (*shared, *chain(*chunk)))
-            for chunk in (rows[start : start + step] for start in range(0, len(rows), step))
-        ]
+        for start in range(0, len(rows), step):
+            chunk = rows[start : start + step]
+            new = connection.exec_driver_sql(
+                _sqlite_enqueue(len(chunk)), (kind, *shared, *chain(*chunk), kind)
+            ).fetchall()
+            if new:
+                connection.exec_driver_sql(_sqlite_enqueue_keys(len(new)), (kind, *chain(*new)))
+                made.extend(new)
+        return made
 
     def complete_statements(
         self, ids: Collection[int], owner: str, now: datetime, *, returning: bool = True

@@ -13,14 +13,25 @@ import sqlalchemy as sa
 from ..clock import ensure_aware
 from .records import Attempt, AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
-from .schema import work_items
+from .schema import work_item_keys, work_items
 
 if TYPE_CHECKING:
     from .api import Store
 
-__all__ = ["ITEM_COLUMNS", "ItemReads", "item_from_row"]
+__all__ = ["ITEM_COLUMNS", "ItemReads", "by_key", "item_from_row"]
 
 ITEM_COLUMNS = tuple(work_items.c)
+
+
+def by_key(kind: str, key: str) -> sa.Select[Any]:
+    """The item of ``kind`` with ``key``, found through its key row (``work_items`` has no (kind, key)
+    index on PostgreSQL; migration 0007)."""
+    k = work_item_keys.c
+    return (
+        sa.select(*ITEM_COLUMNS)
+        .join(work_item_keys, work_items.c.id == k.item_id)
+        .where(k.kind == kind, k.key == key)
+    )
 
 
 def item_from_row(row: sa.Row[Any]) -> WorkItem:
@@ -57,9 +68,7 @@ class ItemReads:
     def find(self, kind: str, key: str) -> WorkItem | None:
         """The item of this kind with this key, or None."""
         with self._store.reading() as connection:
-            row = connection.execute(
-                sa.select(*ITEM_COLUMNS).where(work_items.c.kind == kind, work_items.c.key == key)
-            ).first()
+            row = connection.execute(by_key(kind, key)).first()
         return item_from_row(row) if row is not None else None
 
     def list(

@@ -27,10 +27,10 @@ from ..errors import InvalidInput, LeaseLost
 from .engine import DriverConnection
 from .hot import Statements, complete_counting, complete_returning, hot_sql
 from .item_reads import ITEM_COLUMNS as _ITEM_COLUMNS
-from .item_reads import ItemReads, item_from_row
+from .item_reads import ItemReads, by_key as _by_key, item_from_row
 from .records import AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
-from .schema import work_items
+from .schema import work_item_keys, work_items
 from .streams import notify
 from .types import UTCMicros, dumps_json
 from .url import Backend
@@ -62,6 +62,16 @@ def _check_payload(kind: str, key: str, payload: Any) -> str:
             f"payload of {kind} item {key!r} does not serialise to JSON ({error}); "
             "pass dicts, lists, strings, numbers, booleans or None"
         ) from None
+
+
+def _checked(kind: str, items: Iterable[tuple[str, Any]]) -> list[tuple[str, str]]:
+    """(key, payload JSON text) of every item, each key once: a key given twice keeps its first
+    payload, as two separate enqueues would."""
+    texts: dict[str, str] = {}
+    for key, payload in items:
+        if key not in texts:
+            texts[key] = _check_payload(kind, key, payload)
+    return list(texts.items())
 
 
 def _check_max_attempts(max_attempts: int) -> None:
@@ -122,19 +132,13 @@ class WorkItems(ItemReads):
         Without a key the item gets a random one, so enqueueing twice makes two items.
         """
         key = key if key is not None else uuid.uuid4().hex
-        _check_payload(kind, key, payload)
+        text = _check_payload(kind, key, payload)
         _check_max_attempts(max_attempts)
         now = self._store.clock.now()
-        values = self._new_row(kind, key, payload, max_attempts, run_after or now, now)
-        insert = self._store.dialect_insert(work_items).values(values).on_conflict_do_nothing(
-            index_elements=["kind", "key"]
-        )
+        after = ensure_aware(run_after, "run_after") if run_after is not None else now
         with self._store.transaction() as connection:
-            row = connection.execute(insert.returning(*_ITEM_COLUMNS)).first()
-            if row is None:
-                row = connection.execute(
-                    sa.select(*_ITEM_COLUMNS).where(work_items.c.kind == kind, work_items.c.key == key)
-                ).one()
+            self._hot.enqueue(connection, kind, [(key, text)], max_attempts, after, now)
+            row = connection.execute(_by_key(kind, key)).one()
         return item_from_row(row)
 
     def enqueue_many(
@@ -167,9 +171,9 @@ class WorkItems(ItemReads):
     ) -> dict[str, int]:
         """``enqueue_many``, returning the id of each new item by its key (an existing key is not in it).
 
-        The rows go in as driver SQL, each payload as the JSON text its check made: one statement per
-        chunk on PostgreSQL (arrays), a few on SQLite, where SQLAlchemy's executemany cost 5x more than
-        the database (benchmarks/README.md, bench_async's enqueue). On SQLite they go through a pooled
+        The rows go in as driver SQL (``HotSQL.enqueue``), each payload as the JSON text its check
+        made: one statement per chunk on PostgreSQL (arrays), a few on SQLite, where SQLAlchemy's
+        executemany cost 5x more than the database (benchmarks/README.md, bench_async's enqueue). On SQLite they go through a pooled
         connection, not the driver connection of the claims: a submitter thread that opened that one
         left a worker's two threads in the same process a quarter slower afterwards (measured, not
         explained). ``wake``: on PostgreSQL, NOTIFY idle workers in each chunk's own transaction.
@@ -177,33 +181,30 @@ class WorkItems(ItemReads):
         _check_max_attempts(max_attempts)
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
-        rows = [(key, _check_payload(kind, key, payload)) for key, payload in items]
+        rows = _checked(kind, items)
         ids: dict[str, int] = {}
-        hot = self._hot
         for start in range(0, len(rows), chunk_size):
-            statements = hot.enqueue_statements(kind, rows[start : start + chunk_size], max_attempts, after, now)
             with self._store.transaction() as connection:
-                for statement, parameters in statements:
-                    ids.update(connection.exec_driver_sql(statement, parameters).fetchall())
+                chunk = rows[start : start + chunk_size]
+                ids.update(self._hot.enqueue(connection, kind, chunk, max_attempts, after, now))
                 if wake:
                     notify(connection, self._store.backend, kind)
         return ids
 
-    @staticmethod
-    def _new_row(
-        kind: str, key: str, payload: Any, max_attempts: int, run_after: datetime, now: datetime
-    ) -> dict[str, Any]:
-        return {
-            "kind": kind,
-            "key": key,
-            "payload": payload,
-            "state": ItemState.PENDING,
-            "attempts": 0,
-            "max_attempts": max_attempts,
-            "run_after": ensure_aware(run_after, "run_after"),
-            "created_at": now,
-            "updated_at": now,
-        }
+    def enqueue_in(
+        self,
+        connection: sa.Connection,
+        kind: str,
+        items: Iterable[tuple[str, Any]],
+        max_attempts: int,
+        run_after: datetime,
+        now: datetime,
+    ) -> dict[str, int]:
+        """``enqueue_many_ids`` inside the caller's transaction (the scheduler's, which moves its
+        cursor in the same one)."""
+        _check_max_attempts(max_attempts)
+        after = ensure_aware(run_after, "run_after")
+        return dict(self._hot.enqueue(connection, kind, _checked(kind, items), max_attempts, after, now))
 
     # -- claim, heartbeat ---------------------------------------------------------------------------
 
@@ -518,12 +519,25 @@ class WorkItems(ItemReads):
             return len(dead)
 
     def purge(self, ids: Sequence[int]) -> int:
-        """Delete dead items (with their history); other states are left alone."""
+        """Delete dead items (with their history and their keys, which may then be used again);
+        other states are left alone."""
         c = work_items.c
+        k = work_item_keys.c
+        purged = 0
         with self._store.transaction() as connection:
-            return connection.execute(
-                sa.delete(work_items).where(c.id.in_(list(ids)), c.state == ItemState.DEAD)
-            ).rowcount
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start : start + 500])
+                gone = connection.execute(
+                    sa.delete(work_items)
+                    .where(c.id.in_(chunk), c.state == ItemState.DEAD)
+                    .returning(c.kind, c.key)
+                ).all()
+                if gone:
+                    connection.execute(
+                        sa.delete(work_item_keys).where(sa.tuple_(k.kind, k.key).in_([tuple(row) for row in gone]))
+                    )
+                purged += len(gone)
+        return purged
 
     # -- helpers ------------------------------------------------------------------------------------
 

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from .items import WorkItems
-from .schema import schedules, work_items
+from .schema import schedules
 from .streams import notify
 from .url import Backend
 
@@ -123,7 +122,8 @@ class Schedules:
                     if state.updated_by is not None or state.planned_through is not None or state.fired:
                         stored[state.name] = state
             rows: list[dict[str, Any]] = []
-            items: list[dict[str, Any]] = []
+            # the firings by what one bulk enqueue shares: kind, attempts and time
+            items: dict[tuple[str, int, datetime], list[tuple[str, Any]]] = {}
             by_item: dict[tuple[str, str], tuple[str, Firing]] = {}
             for name in ordered:
                 step = decide(name, stored.get(name))
@@ -150,12 +150,14 @@ class Schedules:
                     if (firing.kind, firing.key) in by_item:
                         continue
                     by_item[(firing.kind, firing.key)] = (name, firing)
-                    items.append(WorkItems._new_row(
-                        firing.kind, firing.key, firing.payload, firing.max_attempts, firing.run_after, now
-                    ))
+                    group = (firing.kind, firing.max_attempts, firing.run_after)
+                    items.setdefault(group, []).append((firing.key, firing.payload))
             if items:
-                insert = store.dialect_insert(work_items).on_conflict_do_nothing(index_elements=["kind", "key"])
-                made = connection.execute(insert.returning(work_items.c.kind, work_items.c.key), items).all()
+                made = [
+                    (kind, key)
+                    for (kind, max_attempts, run_after), pairs in items.items()
+                    for key in store.items.enqueue_in(connection, kind, pairs, max_attempts, run_after, now)
+                ]
                 fired: dict[str, int] = {}
                 for kind, key in made:
                     name, firing = by_item[(kind, key)]

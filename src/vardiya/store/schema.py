@@ -28,6 +28,7 @@ __all__ = [
     "invocation_calls",
     "stream_lanes",
     "stream_records",
+    "work_item_keys",
     "work_items",
 ]
 
@@ -82,7 +83,11 @@ work_items = sa.Table(
     # How long the handler ran in a successful async call (migration 0006): such a call is told by its
     # item, not by a call-log row (see invocation_calls). NULL on every other item.
     sa.Column("busy_ms", sa.Float),
-    sa.UniqueConstraint("kind", "key", name="uq_work_items_kind_key"),
+    # (kind, key) is unique through ``work_item_keys`` (migration 0007). SQLite keeps the old unique
+    # index as well: dropping it means rebuilding the table under the foreign keys of every table
+    # that refers to it, and it costs SQLite's updates nothing (they only touch indexes whose columns
+    # change); PostgreSQL dropped it.
+    sa.UniqueConstraint("kind", "key", name="uq_work_items_kind_key").ddl_if(dialect="sqlite"),
     # Claims read this partial index in (run_after, id) order; claimed and finished rows are not in it,
     # so a claim never rescans them.
     sa.Index(
@@ -106,6 +111,22 @@ work_items = sa.Table(
         postgresql_where=sa.text("state = 'dead'"),
         sqlite_where=sa.text("state = 'dead'"),
     ),
+)
+
+# The idempotency key of every work item, in a table of its own that is written once, when the item
+# is, and never updated. On ``work_items`` a unique (kind, key) index is rewritten by every claim and
+# every completion on PostgreSQL (the state change makes each update a new row version with a new
+# entry in every index), and it was the widest of them: a third of a worker's database time
+# (benchmarks/README.md). No foreign key: deleting an item deletes its key in the same transaction
+# (``WorkItems.purge``), and a key row checked against ``work_items`` on every enqueue would cost
+# what this table saves.
+work_item_keys = sa.Table(
+    "work_item_keys",
+    metadata,
+    sa.Column("kind", sa.String(200), nullable=False),
+    sa.Column("key", sa.String(500), nullable=False),
+    sa.Column("item_id", Identifier, nullable=False),
+    sa.PrimaryKeyConstraint("kind", "key", name="pk_work_item_keys"),
 )
 
 attempts = sa.Table(

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..errors import InvalidInput
-from .hot import _sqlite_time
+from .hot import ITEM_KEY_INSERT, _sqlite_time
 from .records import ItemState
 from .schema import stream_lanes, stream_records, work_items
 from .types import dumps_json
@@ -229,6 +229,7 @@ class Streams:
                 "updated_at": now,
             },
         ).scalar_one()
+        connection.exec_driver_sql(ITEM_KEY_INSERT[Backend.POSTGRESQL], (kind, f"{lane}:{rows[0].id}", item_id))
         ids = [row.id for row in rows]
         connection.exec_driver_sql("DELETE FROM stream_records WHERE id = ANY(%s)", (ids,))
         connection.execute(
@@ -286,6 +287,7 @@ class Streams:
             _SQLITE_CUT_INSERT,
             (kind, f"{lane}:{first}", document, ItemState.PENDING.value, 0, max_attempts, t_now, t_now, t_now),
         ).fetchone()
+        raw.execute(ITEM_KEY_INSERT[Backend.SQLITE], (kind, f"{lane}:{first}", item_id))
         raw.execute(_SQLITE_CUT_DELETE, (stream, lane, first, last))
         raw.execute(_SQLITE_CUT_THROUGH, (last, stream, lane))
         return item_id
