@@ -1,8 +1,8 @@
-"""The hot statements: claim, complete and ledger marks, written once per dialect and run as driver SQL.
+"""The hot statements: enqueue, claim, complete and ledger marks, written once per dialect, run as driver SQL.
 
-Everything else in the store goes through SQLAlchemy Core. These three run for every work item or
-record, and there SQLAlchemy's per-call statement building, parameter processing and type coercion cost
-more than the database work itself (profiles in benchmarks/README.md). So they are fixed SQL texts with
+Everything else in the store goes through SQLAlchemy Core. These run for every work item or record,
+and there SQLAlchemy's per-call statement building, parameter processing and type coercion cost more
+than the database work itself (profiles in benchmarks/README.md). So they are fixed SQL texts with
 bound parameters only — no value is ever formatted into them — and their values are converted here
 exactly as the column types in ``types.py`` would convert them.
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from itertools import chain
@@ -125,34 +125,51 @@ UPDATE work_items SET state = 'succeeded', lease_until = NULL, updated_at = ?, b
  WHERE work_items.id = v.column1 AND work_items.state = 'running' AND work_items.lease_owner = ?{returning}
 """
 
-# A bulk enqueue: the shared values bound once, (key, payload JSON text) per item (no key twice). The
-# key goes into ``work_item_keys`` first and an existing (kind, key) is kept as it is; the item is
-# inserted only for a key that was new, with the id the key row took (migration 0007). The new items
-# come back as (key, id).
+# A bulk enqueue, the items given as (kind, key, payload JSON text, max_attempts, run_after) rows or,
+# for items of one kind that share their attempts and time, as (key, payload) pairs with the shared
+# values bound once (a tenth faster for a bulk submit than the rows). No (kind, key) twice. The key
+# goes into ``work_item_keys`` first and an existing (kind, key) is kept as it is; the item is
+# inserted only for a key that was new, with the id its key row took (migration 0007). The new items
+# come back as (kind, key, id).
 _ENQUEUE_COLUMNS = "kind, key, payload, state, attempts, max_attempts, run_after, created_at, updated_at"
-_POSTGRES_ENQUEUE = f"""
-WITH given AS (
-    SELECT * FROM unnest(%s::text[], %s::text[]) AS t (key, payload)
-), fresh AS (
+_POSTGRES_ENQUEUE = """
+WITH given AS ({given}), fresh AS (
     INSERT INTO work_item_keys (kind, key, item_id)
-    SELECT %s, given.key, nextval('work_items_id_seq') FROM given
+    SELECT given.kind, given.key, nextval('work_items_id_seq') FROM given
     ON CONFLICT DO NOTHING
-    RETURNING key, item_id
+    RETURNING kind, key, item_id
 )
-INSERT INTO work_items (id, {_ENQUEUE_COLUMNS})
-SELECT fresh.item_id, %s, fresh.key, given.payload::jsonb, 'pending', 0, %s, %s, %s, %s
-  FROM fresh JOIN given ON given.key = fresh.key
-RETURNING key, id
+INSERT INTO work_items (id, {columns})
+SELECT fresh.item_id, fresh.kind, fresh.key, given.payload::jsonb, 'pending', 0, given.max_attempts,
+       given.run_after, %s, %s
+  FROM fresh JOIN given ON given.kind = fresh.kind AND given.key = fresh.key
+RETURNING kind, key, id
 """
+_POSTGRES_ENQUEUE_ROWS = _POSTGRES_ENQUEUE.format(
+    columns=_ENQUEUE_COLUMNS,
+    given="SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::timestamptz[])"
+    " AS t (kind, key, payload, max_attempts, run_after)",
+)
+_POSTGRES_ENQUEUE_KIND = _POSTGRES_ENQUEUE.format(
+    columns=_ENQUEUE_COLUMNS,
+    given="SELECT %s::text AS kind, t.key, t.payload, %s::int AS max_attempts, %s::timestamptz AS run_after"
+    " FROM unnest(%s::text[], %s::text[]) AS t (key, payload)",
+)
 # SQLite runs one write transaction at a time: within it, a key absent from work_item_keys stays absent
 # until this transaction adds it, so the check and the two inserts need no ON CONFLICT.
 _SQLITE_ENQUEUE = f"""
 INSERT INTO work_items ({_ENQUEUE_COLUMNS})
-SELECT ?, column1, column2, 'pending', 0, ?, ?, ?, ? FROM (VALUES {{rows}}) AS v
- WHERE NOT EXISTS (SELECT 1 FROM work_item_keys AS k WHERE k.kind = ? AND k.key = v.column1)
-RETURNING key, id
+SELECT column1, column2, column3, 'pending', 0, column4, column5, ?, ? FROM ({{given}}) AS v
+ WHERE NOT EXISTS (SELECT 1 FROM work_item_keys AS k WHERE k.kind = v.column1 AND k.key = v.column2)
+RETURNING kind, key, id
 """
-_SQLITE_ENQUEUE_KEYS = "INSERT INTO work_item_keys (kind, key, item_id) SELECT ?, column1, column2 FROM (VALUES {rows})"
+_SQLITE_GIVEN_ROWS = "VALUES {rows}"
+_SQLITE_GIVEN_KIND = (
+    "SELECT ? AS column1, column1 AS column2, column2 AS column3, ? AS column4, ? AS column5 FROM (VALUES {rows})"
+)
+_SQLITE_ENQUEUE_KEYS = "INSERT INTO work_item_keys (kind, key, item_id) VALUES {rows}"
+#: One item row of an enqueue: (kind, key, payload JSON text, max_attempts, run_after).
+EnqueueRow = tuple[str, str, str, int, datetime]
 #: The key of one item inserted on its own (a stream's batch, whose key is unique by construction).
 ITEM_KEY_INSERT = {
     Backend.SQLITE: "INSERT INTO work_item_keys (kind, key, item_id) VALUES (?, ?, ?)",
@@ -187,13 +204,15 @@ def _sqlite_complete(size: int, returning: bool) -> str:
 
 
 @lru_cache(maxsize=64)
-def _sqlite_enqueue(size: int) -> str:
-    return _SQLITE_ENQUEUE.format(rows=", ".join(["(?, ?)"] * size))
+def _sqlite_enqueue(size: int, one_kind: bool) -> str:
+    if one_kind:
+        return _SQLITE_ENQUEUE.format(given=_SQLITE_GIVEN_KIND.format(rows=", ".join(["(?, ?)"] * size)))
+    return _SQLITE_ENQUEUE.format(given=_SQLITE_GIVEN_ROWS.format(rows=", ".join(["(?, ?, ?, ?, ?)"] * size)))
 
 
 @lru_cache(maxsize=64)
 def _sqlite_enqueue_keys(size: int) -> str:
-    return _SQLITE_ENQUEUE_KEYS.format(rows=", ".join(["(?, ?)"] * size))
+    return _SQLITE_ENQUEUE_KEYS.format(rows=", ".join(["(?, ?, ?)"] * size))
 
 
 @lru_cache(maxsize=256)
@@ -323,29 +342,61 @@ class HotSQL:
         return claimed_items(rows, claim_tail(owner, until, now, usual_kind))
 
     def enqueue(
+        self, connection: sa.Connection, rows: Sequence[EnqueueRow], now: datetime
+    ) -> list[tuple[str, str, int]]:
+        """Insert ``rows`` (no (kind, key) twice) in ``connection``'s transaction; returns (kind, key,
+        id) of the items that were new."""
+        written = self._item_time(now)
+        if self.backend is Backend.POSTGRESQL:
+            columns = [list(column) for column in zip(*rows)] if rows else [[], [], [], [], []]
+            return connection.exec_driver_sql(_POSTGRES_ENQUEUE_ROWS, (*columns, written, written)).fetchall()
+        times: dict[datetime, int | None] = {}  # items enqueued together mostly share their time
+        for row in rows:
+            if row[4] not in times:
+                times[row[4]] = _sqlite_item_time(row[4])
+        step = _SQLITE_IDS_PER_STATEMENT // 5
+        return self._sqlite_enqueue(connection, (
+            (_sqlite_enqueue(len(chunk), False), (written, written, *chain.from_iterable(
+                (kind, key, payload, max_attempts, times[run_after])
+                for kind, key, payload, max_attempts, run_after in chunk
+            )))
+            for chunk in (rows[start : start + step] for start in range(0, len(rows), step))
+        ))
+
+    def enqueue_kind(
         self,
         connection: sa.Connection,
         kind: str,
-        rows: Sequence[tuple[str, str]],
+        pairs: Sequence[tuple[str, str]],
         max_attempts: int,
         run_after: datetime,
         now: datetime,
-    ) -> list[tuple[str, int]]:
-        """Insert ``rows`` of (key, payload JSON text), no key twice, in ``connection``'s transaction;
-        returns (key, id) of the items that were new."""
-        shared = (max_attempts, self._item_time(run_after), self._item_time(now), self._item_time(now))
+    ) -> list[tuple[str, str, int]]:
+        """``enqueue`` of (key, payload JSON text) pairs of one kind sharing ``max_attempts`` and
+        ``run_after``, bound once."""
+        written = self._item_time(now)
+        shared = (kind, max_attempts, self._item_time(run_after))
         if self.backend is Backend.POSTGRESQL:
-            keys, payloads = (list(column) for column in zip(*rows)) if rows else ([], [])
-            return connection.exec_driver_sql(_POSTGRES_ENQUEUE, (keys, payloads, kind, kind, *shared)).fetchall()
-        made: list[tuple[str, int]] = []
-        step = _SQLITE_IDS_PER_STATEMENT // 2
-        for start in range(0, len(rows), step):
-            chunk = rows[start : start + step]
-            new = connection.exec_driver_sql(
-                _sqlite_enqueue(len(chunk)), (kind, *shared, *chain(*chunk), kind)
+            keys, payloads = (list(column) for column in zip(*pairs)) if pairs else ([], [])
+            return connection.exec_driver_sql(
+                _POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written)
             ).fetchall()
+        step = _SQLITE_IDS_PER_STATEMENT // 2
+        return self._sqlite_enqueue(connection, (
+            (_sqlite_enqueue(len(chunk), True), (written, written, *shared, *chain.from_iterable(chunk)))
+            for chunk in (pairs[start : start + step] for start in range(0, len(pairs), step))
+        ))
+
+    @staticmethod
+    def _sqlite_enqueue(
+        connection: sa.Connection, statements: Iterable[tuple[str, tuple[Any, ...]]]
+    ) -> list[tuple[str, str, int]]:
+        """Run SQLite enqueue statements, each followed by the key rows of the items it made."""
+        made: list[tuple[str, str, int]] = []
+        for statement, parameters in statements:
+            new = connection.exec_driver_sql(statement, parameters).fetchall()
             if new:
-                connection.exec_driver_sql(_sqlite_enqueue_keys(len(new)), (kind, *chain(*new)))
+                connection.exec_driver_sql(_sqlite_enqueue_keys(len(new)), tuple(chain.from_iterable(new)))
                 made.extend(new)
         return made
 

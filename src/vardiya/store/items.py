@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from ..clock import ensure_aware, to_seconds
 from ..errors import InvalidInput, LeaseLost
 from .engine import DriverConnection
-from .hot import Statements, complete_counting, complete_returning, hot_sql
+from .hot import EnqueueRow, Statements, complete_counting, complete_returning, hot_sql
 from .item_reads import ITEM_COLUMNS as _ITEM_COLUMNS
 from .item_reads import ItemReads, by_key as _by_key, item_from_row
 from .records import AttemptOutcome, ItemState, WorkItem
@@ -137,7 +137,7 @@ class WorkItems(ItemReads):
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
         with self._store.transaction() as connection:
-            self._hot.enqueue(connection, kind, [(key, text)], max_attempts, after, now)
+            self._hot.enqueue(connection, [(kind, key, text, max_attempts, after)], now)
             row = connection.execute(_by_key(kind, key)).one()
         return item_from_row(row)
 
@@ -173,38 +173,39 @@ class WorkItems(ItemReads):
 
         The rows go in as driver SQL (``HotSQL.enqueue``), each payload as the JSON text its check
         made: one statement per chunk on PostgreSQL (arrays), a few on SQLite, where SQLAlchemy's
-        executemany cost 5x more than the database (benchmarks/README.md, bench_async's enqueue). On SQLite they go through a pooled
-        connection, not the driver connection of the claims: a submitter thread that opened that one
-        left a worker's two threads in the same process a quarter slower afterwards (measured, not
-        explained). ``wake``: on PostgreSQL, NOTIFY idle workers in each chunk's own transaction.
+        executemany cost 5x more than the database (benchmarks/README.md, bench_async's enqueue). On
+        SQLite they go through a pooled connection, not the driver connection of the claims: a
+        submitter thread that opened that one left a worker's two threads in the same process a
+        quarter slower afterwards (measured, not explained). ``wake``: on PostgreSQL, NOTIFY idle
+        workers in each chunk's own transaction.
         """
         _check_max_attempts(max_attempts)
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
-        rows = _checked(kind, items)
+        pairs = _checked(kind, items)
         ids: dict[str, int] = {}
-        for start in range(0, len(rows), chunk_size):
+        for start in range(0, len(pairs), chunk_size):
             with self._store.transaction() as connection:
-                chunk = rows[start : start + chunk_size]
-                ids.update(self._hot.enqueue(connection, kind, chunk, max_attempts, after, now))
+                chunk = pairs[start : start + chunk_size]
+                made = self._hot.enqueue_kind(connection, kind, chunk, max_attempts, after, now)
+                ids.update((key, item_id) for _kind, key, item_id in made)
                 if wake:
                     notify(connection, self._store.backend, kind)
         return ids
 
     def enqueue_in(
-        self,
-        connection: sa.Connection,
-        kind: str,
-        items: Iterable[tuple[str, Any]],
-        max_attempts: int,
-        run_after: datetime,
-        now: datetime,
-    ) -> dict[str, int]:
-        """``enqueue_many_ids`` inside the caller's transaction (the scheduler's, which moves its
-        cursor in the same one)."""
-        _check_max_attempts(max_attempts)
-        after = ensure_aware(run_after, "run_after")
-        return dict(self._hot.enqueue(connection, kind, _checked(kind, items), max_attempts, after, now))
+        self, connection: sa.Connection, items: Iterable[tuple[str, str, Any, int, datetime]], now: datetime
+    ) -> list[tuple[str, str, int]]:
+        """Store (kind, key, payload, max_attempts, run_after) items of any kinds inside the caller's
+        transaction (the scheduler's, which moves its cursors in the same one); an existing (kind, key)
+        is kept, and a repeated one counts once. Returns (kind, key, id) of the new items."""
+        rows: dict[tuple[str, str], EnqueueRow] = {}
+        for kind, key, payload, max_attempts, run_after in items:
+            if (kind, key) not in rows:
+                _check_max_attempts(max_attempts)
+                after = ensure_aware(run_after, "run_after")
+                rows[(kind, key)] = (kind, key, _check_payload(kind, key, payload), max_attempts, after)
+        return self._hot.enqueue(connection, list(rows.values()), now)
 
     # -- claim, heartbeat ---------------------------------------------------------------------------
 

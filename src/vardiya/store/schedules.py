@@ -122,8 +122,7 @@ class Schedules:
                     if state.updated_by is not None or state.planned_through is not None or state.fired:
                         stored[state.name] = state
             rows: list[dict[str, Any]] = []
-            # the firings by what one bulk enqueue shares: kind, attempts and time
-            items: dict[tuple[str, int, datetime], list[tuple[str, Any]]] = {}
+            items: list[tuple[str, str, Any, int, datetime]] = []
             by_item: dict[tuple[str, str], tuple[str, Firing]] = {}
             for name in ordered:
                 step = decide(name, stored.get(name))
@@ -150,16 +149,11 @@ class Schedules:
                     if (firing.kind, firing.key) in by_item:
                         continue
                     by_item[(firing.kind, firing.key)] = (name, firing)
-                    group = (firing.kind, firing.max_attempts, firing.run_after)
-                    items.setdefault(group, []).append((firing.key, firing.payload))
+                    items.append((firing.kind, firing.key, firing.payload, firing.max_attempts, firing.run_after))
             if items:
-                made = [
-                    (kind, key)
-                    for (kind, max_attempts, run_after), pairs in items.items()
-                    for key in store.items.enqueue_in(connection, kind, pairs, max_attempts, run_after, now)
-                ]
+                made = store.items.enqueue_in(connection, items, now)
                 fired: dict[str, int] = {}
-                for kind, key in made:
+                for kind, key, _item_id in made:
                     name, firing = by_item[(kind, key)]
                     steps[name].new.append(firing)
                     fired[name] = fired.get(name, 0) + 1
