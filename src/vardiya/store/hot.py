@@ -355,7 +355,7 @@ class HotSQL:
             if row[4] not in times:
                 times[row[4]] = _sqlite_item_time(row[4])
         step = _SQLITE_IDS_PER_STATEMENT // 5
-        return self._sqlite_enqueue(connection, (
+        return self._run_sqlite_enqueue(connection, (
             (_sqlite_enqueue(len(chunk), False), (written, written, *chain.from_iterable(
                 (kind, key, payload, max_attempts, times[run_after])
                 for kind, key, payload, max_attempts, run_after in chunk
@@ -382,13 +382,13 @@ class HotSQL:
                 _POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written)
             ).fetchall()
         step = _SQLITE_IDS_PER_STATEMENT // 2
-        return self._sqlite_enqueue(connection, (
+        return self._run_sqlite_enqueue(connection, (
             (_sqlite_enqueue(len(chunk), True), (written, written, *shared, *chain.from_iterable(chunk)))
             for chunk in (pairs[start : start + step] for start in range(0, len(pairs), step))
         ))
 
     @staticmethod
-    def _sqlite_enqueue(
+    def _run_sqlite_enqueue(
         connection: sa.Connection, statements: Iterable[tuple[str, tuple[Any, ...]]]
     ) -> list[tuple[str, str, int]]:
         """Run SQLite enqueue statements, each followed by the key rows of the items it made."""

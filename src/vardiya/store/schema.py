@@ -127,6 +127,8 @@ work_item_keys = sa.Table(
     sa.Column("key", sa.String(500), nullable=False),
     sa.Column("item_id", Identifier, nullable=False),
     sa.PrimaryKeyConstraint("kind", "key", name="pk_work_item_keys"),
+    # SQLite: the rows are the primary key's b-tree (no rowid table beside it), one write per key
+    sqlite_with_rowid=False,
 )
 
 attempts = sa.Table(

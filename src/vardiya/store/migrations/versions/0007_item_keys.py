@@ -35,6 +35,7 @@ def upgrade() -> None:
         sa.Column("key", sa.String(500), nullable=False),
         sa.Column("item_id", Identifier, nullable=False),
         sa.PrimaryKeyConstraint("kind", "key", name="pk_work_item_keys"),
+        sqlite_with_rowid=False,
     )
     op.execute("INSERT INTO work_item_keys (kind, key, item_id) SELECT kind, key, id FROM work_items")
     if op.get_bind().dialect.name == "postgresql":
