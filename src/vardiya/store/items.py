@@ -26,7 +26,6 @@ from ..clock import ensure_aware, to_seconds
 from ..errors import InvalidInput, LeaseLost
 from .engine import DriverConnection
 from .hot import EnqueueRow, Statements, complete_counting, complete_returning, hot_sql
-from .item_reads import ITEM_COLUMNS as _ITEM_COLUMNS
 from .item_reads import ItemReads, by_key as _by_key, item_from_row
 from .records import AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table

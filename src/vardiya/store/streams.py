@@ -215,11 +215,12 @@ class Streams:
             records.append([row.id, row.key, row.payload, arrived_ms, 0, None])
         # Bound parameters on fixed statements: building them with .values() and .in_() cost more than
         # the database work (benchmarks/README.md, bench_stream).
+        batch_key = f"{lane}:{rows[0].id}"
         item_id = connection.execute(
             _INSERT_BATCH,
             {
                 "kind": kind,
-                "key": f"{lane}:{rows[0].id}",
+                "key": batch_key,
                 "payload": {"lane": lane, "size": len(records), "records": records},
                 "state": ItemState.PENDING,
                 "attempts": 0,
@@ -229,7 +230,7 @@ class Streams:
                 "updated_at": now,
             },
         ).scalar_one()
-        connection.exec_driver_sql(ITEM_KEY_INSERT[Backend.POSTGRESQL], (kind, f"{lane}:{rows[0].id}", item_id))
+        connection.exec_driver_sql(ITEM_KEY_INSERT[Backend.POSTGRESQL], (kind, batch_key, item_id))
         ids = [row.id for row in rows]
         connection.exec_driver_sql("DELETE FROM stream_records WHERE id = ANY(%s)", (ids,))
         connection.execute(
@@ -283,11 +284,12 @@ class Streams:
         first, last = rows[0][0], rows[-1][0]
         document = f'{{"lane":{lane},"size":{len(rows)},"records":[{",".join(parts)}]}}'
         t_now = _sqlite_time(now)
+        batch_key = f"{lane}:{first}"
         (item_id,) = raw.execute(
             _SQLITE_CUT_INSERT,
-            (kind, f"{lane}:{first}", document, ItemState.PENDING.value, 0, max_attempts, t_now, t_now, t_now),
+            (kind, batch_key, document, ItemState.PENDING.value, 0, max_attempts, t_now, t_now, t_now),
         ).fetchone()
-        raw.execute(ITEM_KEY_INSERT[Backend.SQLITE], (kind, f"{lane}:{first}", item_id))
+        raw.execute(ITEM_KEY_INSERT[Backend.SQLITE], (kind, batch_key, item_id))
         raw.execute(_SQLITE_CUT_DELETE, (stream, lane, first, last))
         raw.execute(_SQLITE_CUT_THROUGH, (last, stream, lane))
         return item_id
