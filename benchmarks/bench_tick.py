@@ -303,9 +303,9 @@ def child_tick(task: dict[str, Any]) -> dict[str, Any]:
     done = store.ledger.count_done(JOB, PERIOD) - seeded
     source.close()
     store.close()
-    if (report.selected, report.processed, report.failed, done) != (rows, rows, 0, rows):
+    if (report.started, report.done, report.failed, done) != (rows, rows, 0, rows):
         raise SystemExit(
-            f"tick selected {report.selected}, processed {report.processed}, failed {report.failed}, "
+            f"tick started {report.started}, done {report.done}, failed {report.failed}, "
             f"ledger has {done} done; expected {rows} of each (and 0 failed)"
         )
     if profiler is not None:

@@ -125,8 +125,11 @@ class App:
         scheme_changes: Iterable[SchemeChange] = (),
         start: datetime | None = None,
         downtime: CatchUpPolicy | None = None,
+        flush_every: int = 500,
+        deadline_grace: timedelta = timedelta(0),
+        claim_lease: timedelta = timedelta(minutes=1),
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Declare a slot job whose handler is the decorated function (returned unchanged)."""
+        """Declare a slot job whose handler is the decorated function (returned unchanged); see ``SlotJob``."""
 
         def register(handler: Callable[..., Any]) -> Callable[..., Any]:
             self.add_slot_job(
@@ -146,6 +149,9 @@ class App:
                     scheme_changes=tuple(scheme_changes),
                     start=start,
                     downtime=downtime or CatchUpPolicy(),
+                    flush_every=flush_every,
+                    deadline_grace=deadline_grace,
+                    claim_lease=claim_lease,
                 )
             )
             return handler

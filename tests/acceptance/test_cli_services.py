@@ -108,8 +108,8 @@ JOB_KEYS = {
 PIPELINE_KEYS = {"pipeline", "tasks", "stale", "triggers"}
 SCHEDULE_KEYS = {"name", "planned_through", "fired", "skipped"}
 TICK_RESULT_KEYS = {
-    "job", "period", "slot", "planned_at", "selected", "skipped_done", "processed", "failed", "backfilled",
-    "deadline_hit", "lateness_s", "started_at", "finished_at", "attempt",
+    "job", "period", "slot", "planned_at", "already_done", "started", "backlog", "held", "done", "failed",
+    "cut", "lateness_s", "started_at", "stop_at", "finished_at", "attempt",
 }
 LOG_KEYS = {"ts", "level", "logger", "message"}
 
@@ -249,10 +249,10 @@ def test_scheduler_fires_the_catch_up_tick_a_worker_runs_it_and_status_shows_bot
     assert 0 <= tick["lateness_s"] < PERIOD_S
     assert job["lateness_ticks"] == 1 and job["lateness_p50_s"] == tick["lateness_s"]
     assert tick["period"] == job["period"]
-    assert (tick["failed"], tick["skipped_done"]) == (0, 0)
-    assert tick["processed"] > 0
-    assert tick["processed"] == tick["selected"] + tick["backfilled"]  # its slot, then the period's backlog
-    assert job["done"] == tick["processed"]  # the ledger agrees with the tick's own report
+    assert (tick["failed"], tick["already_done"], tick["held"]) == (0, 0, 0)
+    assert tick["done"] > 0
+    assert tick["done"] == tick["started"] + tick["backlog"]  # its slot, then the period's backlog
+    assert job["done"] == tick["done"]  # the ledger agrees with the tick's own report
     assert job["failed_records"] == 0
 
 
@@ -302,7 +302,7 @@ def test_scheduler_and_worker_log_json_lines(tmp_path: Path, project: list[str])
     records = [json.loads(line) for line in worked.stderr.splitlines() if line.strip()]
     assert all(LOG_KEYS <= set(record) for record in records)
     [ran] = [record for record in records if record.get("job") == "rolling" and "lateness_s" in record]
-    assert ran["planned_at"] == fired["planned_at"] and ran["processed"] > 0
+    assert ran["planned_at"] == fired["planned_at"] and ran["done"] > 0
 
 
 # -- pipeline triggers --------------------------------------------------------------------------------

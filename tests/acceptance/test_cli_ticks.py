@@ -24,7 +24,9 @@ def refresh(user_id, context):
 not_an_app = 42
 '''
 
-TICK_KEYS = {"job", "period", "slot", "planned_at", "selected", "skipped_done", "processed", "failed", "backfilled", "deadline_hit"}
+#: One set of words for a tick: the table's columns, the JSON keys, the demo and the README.
+WORDS = ["already_done", "started", "backlog", "held", "done", "failed", "cut"]
+TICK_KEYS = {"job", "period", "slot", "planned_at", "started_at", "stop_at", "finished_at", "lateness_s", *WORDS}
 
 
 @pytest.fixture
@@ -34,17 +36,30 @@ def project(tmp_path: Path) -> list[str]:
 
 
 def test_tick_processes_the_planned_slot_and_reports_json(tmp_path: Path, project: list[str]) -> None:
-    result = run_cli(*project, "tick", "nightly", "--at", "2026-12-01T14:01+03:00", "--json", cwd=tmp_path)
+    # A past slot run by hand: --outside-window, or the slot's window (long gone) would stop it at once.
+    result = run_cli(
+        *project, "tick", "nightly", "--at", "2026-12-01T14:01+03:00", "--outside-window", "--json", cwd=tmp_path
+    )
     assert result.code == 1, result.stderr  # user 38 failed: the work ran and some of it failed
     document = json.loads(result.stdout)
-    assert TICK_KEYS <= set(document)
+    assert set(document) == TICK_KEYS
     assert (document["period"], document["slot"]) == ("2026-12-01", 14)
-    assert (document["selected"], document["processed"], document["failed"]) == (20, 19, 1)
+    assert (document["started"], document["done"], document["failed"], document["cut"]) == (20, 19, 1, None)
 
-    again = run_cli(*project, "tick", "nightly", "--at", "2026-12-01T14:31", "--json", cwd=tmp_path)
+    again = run_cli(*project, "tick", "nightly", "--at", "2026-12-01T14:31", "--outside-window", "--json", cwd=tmp_path)
     assert again.code == 0, again.stderr  # a naive time is read in the job's zone
     second = json.loads(again.stdout)
-    assert (second["slot"], second["selected"], second["skipped_done"], second["processed"]) == (14, 1, 19, 1)
+    assert (second["slot"], second["already_done"], second["started"], second["done"]) == (14, 19, 1, 1)
+
+
+def test_a_tick_after_its_slot_window_starts_nothing_and_says_why(tmp_path: Path, project: list[str]) -> None:
+    result = run_cli(*project, "tick", "nightly", "--at", "2020-06-01T14:01+03:00", "--json", cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert (document["started"], document["done"], document["cut"]) == (0, 0, "window")
+    assert document["stop_at"] == "2020-06-01T15:00:00+03:00"  # the end of slot 14's window
+    table = run_cli(*project, "tick", "nightly", "--at", "2020-06-01T14:01+03:00", cwd=tmp_path)
+    assert "window of slot 14 closed at 2020-06-01 15:00:00" in table.stdout and "--outside-window" in table.stdout
 
 
 def test_replay_fires_every_planned_tick_in_order(tmp_path: Path, project: list[str]) -> None:
@@ -57,14 +72,20 @@ def test_replay_fires_every_planned_tick_in_order(tmp_path: Path, project: list[
     assert len(document["ticks"]) == 48
     planned = [tick["planned_at"] for tick in document["ticks"]]
     assert planned == sorted(planned)
-    assert (document["processed"], document["failed"], document["still_failed"]) == (480, 1, 0)
-    assert all(TICK_KEYS <= set(tick) for tick in document["ticks"])
+    assert (document["done"], document["failed"], document["still_failed"]) == (480, 1, 0)
+    assert (document["started"], document["backlog"]) == (481, 0)
+    assert all(set(tick) == TICK_KEYS for tick in document["ticks"])
 
 
 def test_people_output_is_a_table(tmp_path: Path, project: list[str]) -> None:
-    result = run_cli(*project, "tick", "nightly", "--at", "2026-12-01T05:01+03:00", cwd=tmp_path)
+    result = run_cli(
+        *project, "tick", "nightly", "--at", "2026-12-01T05:01+03:00", "--outside-window", cwd=tmp_path,
+        env={"COLUMNS": "200"},  # wide enough that no header wraps
+    )
     assert result.code == 0, result.stderr
-    assert "due" in result.stdout and "backlog" in result.stdout and "2026-12-01 05:01" in result.stdout
+    assert "2026-12-01 05:01" in result.stdout
+    header = next(line for line in result.stdout.splitlines() if "planned" in line)
+    assert [word for word in WORDS if word in header] == WORDS  # the columns carry the JSON's words, in order
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ def test_demo_runs_and_reports_its_figures(tmp_path: Path) -> None:
     assert (tmp_path / "vardiya-demo" / "vardiya.db").exists()
 
     slots = document["sections"]["slots"]
-    assert slots["processed"] == 28_742 and slots["still_failed"] == 0 and slots["files"] == 28_742
+    assert slots["done"] == 28_742 and slots["still_failed"] == 0 and slots["files"] == 28_742
     assert slots["recovered_slots"][0] == 3 and slots["recovered"] == 1_198
     assert slots["balance"]["max"] - slots["balance"]["min"] <= 1
 
@@ -45,7 +45,7 @@ def test_demo_runs_and_reports_its_figures(tmp_path: Path) -> None:
     # 06:00-09:00 on time (once each, two schedulers), 15:00 after the outage, 16:00: six tick items;
     # 00:00-05:00 (a new job) and 10:00-14:00 (the outage) passed by; the clock step refired nothing.
     assert (services["ticks"], services["fired"], services["skipped"], services["refired"]) == (6, 6, 11, 0)
-    assert services["backfilled"] == 500  # slots 10-14 of 100 meters each, recovered by the 15:00 tick
+    assert services["backlog"] == 500  # slots 10-14 of 100 meters each, recovered by the 15:00 tick
     assert services["done"] == 1_700 and services["tick_dead"] == 0  # slots 0-16 by 16:00
 
 

@@ -181,8 +181,8 @@ def test_workers_run_fired_ticks_for_their_planned_time_and_record_lateness(stor
     result = item.result
     assert result["slot"] == 3 and result["planned_at"] == (DAY1 + HOUR * 3).isoformat()
     assert result["lateness_s"] == pytest.approx(12 * 60)
-    assert result["processed"] == 40  # slot 3 (10 records) and the backlog of slots 0-2
-    assert result["backfilled"] == 30
+    assert result["done"] == 40  # slot 3 (10 records) and the backlog of slots 0-2
+    assert (result["started"], result["backlog"]) == (10, 30)
     assert store.ledger.counts("hourly", "2026-12-01")[LedgerStatus.DONE] == 40
 
 

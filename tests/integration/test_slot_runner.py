@@ -14,7 +14,7 @@ from vardiya.clock import VirtualClock
 from vardiya.errors import InvalidInput
 from vardiya.slots import SlotScheme
 from vardiya.slots.job import SchemeChange, SlotJob
-from vardiya.slots.runner import replay, run_tick
+from vardiya.slots.runner import Cut, replay, run_tick
 from vardiya.slots.sources import IterableSource
 from vardiya.store import LedgerStatus, Store
 
@@ -49,19 +49,20 @@ def _job(handler, scheme: SlotScheme, ids=IDS, **settings) -> SlotJob:  # type: 
 
 def test_tick_planned_at_1459_keeps_slot_14_while_running_past_15(store: Store, clock: VirtualClock) -> None:
     handler = Recorder(clock=clock, step_s=0.5)  # 20 records x 0.5 s: the tick runs past 15:00
-    job = _job(handler, SlotScheme(slots=24), backfill_limit=0, deadline=timedelta(hours=2))
+    # ... within its grace: without one, no record of slot 14 would start after 15:00
+    job = _job(handler, SlotScheme(slots=24), backfill_limit=0, deadline=timedelta(hours=2), deadline_grace=timedelta(minutes=1))
     planned = datetime(2026, 12, 1, 14, 59, 59, tzinfo=UTC)
     clock.set(planned)
     report = run_tick(store, job, planned)
     assert clock.now() > datetime(2026, 12, 1, 15, 0, tzinfo=UTC)
     assert report.slot == 14
     assert set(handler.slots) == {14}
-    assert report.processed == len([i for i in IDS if i % 24 == 14])
+    assert report.done == report.started == len([i for i in IDS if i % 24 == 14])
 
 
 def test_tick_planned_for_15_that_starts_at_1602_processes_slot_15(store: Store, clock: VirtualClock) -> None:
     handler = Recorder()
-    job = _job(handler, SlotScheme(slots=24), backfill_limit=0)
+    job = _job(handler, SlotScheme(slots=24), backfill_limit=0, deadline_grace=timedelta(hours=1))
     clock.set(datetime(2026, 12, 1, 16, 2, tzinfo=UTC))
     report = run_tick(store, job, datetime(2026, 12, 1, 15, 0, tzinfo=UTC))
     assert report.slot == 15 and set(handler.slots) == {15}
@@ -74,15 +75,15 @@ def test_second_run_in_a_slot_is_a_compensation_run(store: Store, clock: Virtual
     job = _job(handler, SlotScheme(slots=24), runs_per_slot=2, offsets=(timedelta(minutes=1), timedelta(minutes=31)), backfill_limit=0)
     first = run_tick(store, job, datetime(2026, 12, 1, 3, 1, tzinfo=UTC))
     slot_size = len([i for i in IDS if i % 24 == 3])
-    assert (first.selected, first.processed, first.failed) == (slot_size, slot_size - len(failing), len(failing))
+    assert (first.started, first.done, first.failed) == (slot_size, slot_size - len(failing), len(failing))
     handler.calls.clear()
     second = run_tick(store, job, datetime(2026, 12, 1, 3, 31, tzinfo=UTC))
     assert {record for _, record in handler.calls} == set(failing)
-    assert (second.selected, second.skipped_done, second.processed, second.failed) == (
+    assert (second.started, second.already_done, second.done, second.failed) == (
         len(failing), slot_size - len(failing), len(failing), 0
     )
     third = run_tick(store, job, datetime(2026, 12, 1, 3, 45, tzinfo=UTC))
-    assert (third.selected, third.processed) == (0, 0)
+    assert (third.started, third.done) == (0, 0)
     row = store.ledger.get("job", sorted(failing)[0], "2026-12-01")
     assert row is not None and row.status is LedgerStatus.DONE and row.attempts == 2
 
@@ -107,14 +108,14 @@ def test_missed_slots_are_recovered_within_backfill_limit_current_slot_first(sto
     report = run_tick(store, job, datetime(2026, 12, 1, 5, 1, tzinfo=UTC))
     per_slot = len(IDS) // 24
     assert handler.slots[:per_slot] == [5] * per_slot
-    assert report.selected == per_slot and report.backfilled == 30
+    assert report.started == per_slot and report.backlog == 30
     assert handler.slots[per_slot:] == [0] * 20 + [1] * 10  # oldest first
     recovered = 30
     planned = datetime(2026, 12, 1, 6, 1, tzinfo=UTC)
     while recovered < 5 * per_slot:
         tick = run_tick(store, job, planned)
-        assert tick.backfilled <= 30
-        recovered += tick.backfilled
+        assert tick.backlog <= 30
+        recovered += tick.backlog
         planned += timedelta(hours=1)
     assert all(count == 1 for count in handler.calls.values())
     assert len(handler.calls) == 5 * per_slot + per_slot + (planned.hour - 6) * per_slot
@@ -127,13 +128,13 @@ def test_deadline_stops_starting_new_records(store: Store, clock: VirtualClock) 
     planned = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
     clock.set(planned)
     report = run_tick(store, job, planned)
-    assert report.deadline_hit
-    assert report.processed == 10  # one record a minute, no start at or after 07:10
+    assert report.cut is Cut.DEADLINE
+    assert report.done == 10  # one record a minute, no start at or after 07:10
     handler.step_s = 0
     clock.set(datetime(2026, 12, 1, 8, 0, tzinfo=UTC))
     later = run_tick(store, job, datetime(2026, 12, 1, 8, 0, tzinfo=UTC))
-    assert later.backfilled == 10  # the rest of slot 7 is picked up by the next tick
-    assert later.backfilled_slots == [("2026-12-01", 7)]
+    assert later.backlog == 10  # the rest of slot 7 is picked up by the next tick
+    assert later.backlog_slots == [("2026-12-01", 7)]
     assert sorted(record for _, record in handler.calls) == slot_seven
     assert all(count == 1 for count in handler.calls.values())
 
@@ -149,7 +150,7 @@ def test_catch_up_recovers_the_previous_period(store: Store) -> None:
     handler = Recorder()
     job = _job(handler, SlotScheme(slots=24), catch_up=1, backfill_limit=10_000, start=datetime(2026, 11, 30, tzinfo=UTC))
     report = run_tick(store, job, datetime(2026, 12, 1, 0, 1, tzinfo=UTC))
-    assert report.backfilled == len(IDS)
+    assert report.backlog == len(IDS)
     assert Counter(period for period, _ in handler.calls) == {"2026-11-30": len(IDS), "2026-12-01": len(IDS) // 24}
 
 

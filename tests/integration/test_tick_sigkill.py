@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,15 @@ def _users_table(users_db: Path) -> dict[int, tuple[str, int]]:
         connection.close()
 
 
+def _wait_until_free(store, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    """Wait (on the store's real clock) until no live claim holds a record of the period."""
+    ends = time.monotonic() + timeout
+    while store.ledger.claims.held(JOB, PERIOD, store.clock.now()):
+        if time.monotonic() > ends:
+            pytest.fail(f"the killed tick's claims were still live after {timeout} s", pytrace=False)
+        time.sleep(0.05)
+
+
 def _kill_mid_tick(tmp_path: Path, store_url: str, *, kill_after: int, hang: bool) -> int:
     """Run the slowed tick in a child and SIGKILL it once ``kill_after`` files exist; returns the count it saw."""
     arguments = (
@@ -120,16 +130,19 @@ def test_tick_killed_halfway_loses_nothing_and_duplicates_nothing(tmp_path: Path
         assert len(leftovers) <= 1 and all(path.name.startswith(".") for path in leftovers), leftovers
     inodes = {user: output_path(out_dir, PERIOD, user).stat().st_ino for user in before}
 
-    # The next run, unslowed and with the example's own settings, finishes the slot and then the backlog.
+    # The killed tick's claims on its last chunk stay until their lease runs out; then the next run,
+    # unslowed and with the example's own settings, finishes the slot and then the backlog.
     job = nightly_job(users_db, out_dir)
     with open_store(store_url) as store:
-        report = run_tick(store, job, PLANNED)
+        assert store.ledger.claims.held(JOB, PERIOD, store.clock.now()), "the killed tick held no claim"
+        _wait_until_free(store)
+        report = run_tick(store, job, PLANNED, within_window=False)
     assert (report.period, report.slot) == (PERIOD, SLOT)
-    assert report.skipped_done == len(ledger_before)
-    assert report.selected == len(SLOT_USERS) - len(ledger_before)
-    assert (report.failed, report.deadline_hit) == (0, False)
-    assert report.backfilled == len(BACKLOG_USERS)
-    assert report.processed == report.selected + report.backfilled
+    assert report.already_done == len(ledger_before)
+    assert report.started == len(SLOT_USERS) - len(ledger_before)
+    assert (report.failed, report.held, report.cut) == (0, 0, None)
+    assert report.backlog == len(BACKLOG_USERS)
+    assert report.done == report.started + report.backlog
 
     # Every user of slot 5 (and of the backlog slots) has exactly one complete file; slots 6-23 none.
     after = _read_outputs(out_dir)

@@ -13,7 +13,7 @@ import dataclasses
 import time
 import traceback
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,8 @@ from vardiya.store import open_store
 
 #: How long a hanging child waits to be killed; far longer than any test runs.
 HANG_S = 600.0
+#: The killed tick's claim lease: short, so the next run may take its records soon after the kill.
+CLAIM_LEASE = timedelta(seconds=1)
 
 
 def output_files(out_dir: Path) -> list[Path]:
@@ -63,7 +65,9 @@ def tick_until_killed(
             time.sleep(HANG_S)
 
     try:
-        job = nightly_job(Path(users_db), outputs, batch_size=batch_size, flush_every=flush_every)
+        job = nightly_job(
+            Path(users_db), outputs, batch_size=batch_size, flush_every=flush_every, claim_lease=CLAIM_LEASE
+        )
         refresh = job.handler
 
         def slowed(user_ids: list[int], context: TickContext) -> Mapping[int, Any]:
@@ -77,7 +81,10 @@ def tick_until_killed(
             return outcomes
 
         with open_store(store_url, clock=SystemClock()) as store:
-            report = run_tick(store, dataclasses.replace(job, handler=slowed), datetime.fromisoformat(planned_at))
+            # A past slot, run by hand: only the deadline stops it, not the end of the slot's window.
+            report = run_tick(
+                store, dataclasses.replace(job, handler=slowed), datetime.fromisoformat(planned_at), within_window=False
+            )
         if not signalled:
             conn.send(("error", f"the tick finished before {kill_after} files existed: {report.to_json()}"))
     except BaseException:  # noqa: BLE001 - everything goes back to the test process

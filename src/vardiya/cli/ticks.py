@@ -11,28 +11,34 @@ from rich.table import Table
 from ..app import load_app
 from ..clock import VirtualClock
 from ..errors import InvalidInput
-from ..slots.runner import ReplayReport, TickReport, planned_ticks, replay, run_tick
+from ..slots.runner import Cut, ReplayReport, TickReport, planned_ticks, replay, run_tick
 from ..times import parse_time
 from .context import Settings, emit_json, global_options, pass_settings
 
 __all__ = ["replay_command", "tick"]
 
 
+#: The columns of a tick's table: the words of ``TickReport`` and of ``--json`` (see ``slots.runner``).
+TICK_COLUMNS = ("slot", "already_done", "started", "backlog", "held", "done", "failed", "cut")
+TICK_CAPTION = (
+    "already_done: the slot's records done before the tick; started: its own slot's records handed to the "
+    "handler; backlog: earlier slots' records handed to it; held: skipped, another run held them; "
+    "done / failed: outcomes of all records handed over; cut: deadline or window, the tick stopped starting records"
+)
+
+
 def _tick_table(ticks: list[TickReport], zone: str) -> Table:
     table = Table(title=f"ticks (times in {zone})")
     table.add_column("planned", no_wrap=True)
-    for column in ("slot", "due", "skipped", "ok", "failed", "backlog", "cut"):
+    for column in TICK_COLUMNS:
         table.add_column(column, justify="right")
-    table.caption = (
-        "due: the slot's records not done yet; skipped: already done; backlog: recovered from earlier "
-        "slots; cut: the deadline stopped the tick"
-    )
+    table.caption = TICK_CAPTION
     place = ZoneInfo(zone)
     for tick in ticks:
         table.add_row(
-            f"{tick.planned_at.astimezone(place):%Y-%m-%d %H:%M}", str(tick.slot), str(tick.selected),
-            str(tick.skipped_done), str(tick.processed), str(tick.failed), str(tick.backfilled),
-            "yes" if tick.deadline_hit else "",
+            f"{tick.planned_at.astimezone(place):%Y-%m-%d %H:%M}", str(tick.slot), str(tick.already_done),
+            str(tick.started), str(tick.backlog), str(tick.held), str(tick.done), str(tick.failed),
+            tick.cut.value if tick.cut is not None else "",
         )
     return table
 
@@ -41,18 +47,32 @@ def _tick_table(ticks: list[TickReport], zone: str) -> Table:
 @global_options
 @click.argument("job_name", metavar="JOB")
 @click.option("--at", "at", required=True, metavar="TIME", help="The tick's planned time (ISO 8601; naive = the job's zone).")
+@click.option(
+    "--outside-window", is_flag=True,
+    help="Run even after the slot's window has ended (a deliberate run of a past slot); only the deadline stops it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_settings
-def tick(settings: Settings, job_name: str, at: str, as_json: bool) -> int:
-    """Run the tick of JOB planned for TIME: its slot, then the backlog. Exit 1 when records failed."""
+def tick(settings: Settings, job_name: str, at: str, outside_window: bool, as_json: bool) -> int:
+    """Run the tick of JOB planned for TIME: its slot, then the backlog. Exit 1 when records failed.
+
+    No record is started after the slot's window (plus the job's deadline_grace) has ended, so a tick
+    run after it does nothing and says so (cut: window) unless --outside-window is given.
+    """
     job = load_app(settings.app).get_slot_job(job_name)
     planned = parse_time(at, tz=job.scheme.tz, what="--at")
     with settings.open_store() as store:
-        report = run_tick(store, job, planned)
+        report = run_tick(store, job, planned, within_window=not outside_window)
     if as_json:
         emit_json(report.to_json())
     else:
         settings.console.print(_tick_table([report], job.scheme.tz))
+        if report.cut is Cut.WINDOW and report.stop_at is not None:
+            place = ZoneInfo(job.scheme.tz)
+            settings.console.print(
+                f"the window of slot {report.slot} closed at {report.stop_at.astimezone(place):%Y-%m-%d %H:%M:%S}: "
+                "the rest is left to the next run and the backlog (--outside-window runs a past slot by hand)"
+            )
     return 1 if report.failed else 0
 
 
@@ -80,7 +100,7 @@ def replay_command(settings: Settings, job_name: str, start: str, end: str, as_j
         emit_json(report.to_json())
     else:
         settings.console.print(_tick_table(report.ticks, job.scheme.tz))
-        settings.console.print(f"processed {report.processed}, failed {report.failed}, ticks {len(report.ticks)}")
+        settings.console.print(f"done {report.done}, failed {report.failed}, ticks {len(report.ticks)}")
     return 1 if report.still_failed else 0
 
 

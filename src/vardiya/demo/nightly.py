@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from ..cli.ticks import TICK_CAPTION, TICK_COLUMNS
 from ..clock import VirtualClock
 from ..examples.nightly_users import JOB, ZONE, build_app
 from ..slots.balance import balance
@@ -59,21 +60,22 @@ def nightly_section(
         replayed = replay(store, job, start, end, clock=clock, skip=[DOWN], on_tick=lambda _: progress.advance(task))
 
     table = Table(title=f"{JOB}: ticks of {start:%Y-%m-%d} ({ZONE}; down {DOWN[0]:%H:%M}-{DOWN[1]:%H:%M})")
-    for column in ("planned", "slot", "selected", "skipped done", "processed", "failed", "backfilled"):
+    for column in ("planned", *TICK_COLUMNS):
         table.add_column(column, justify="right")
     for tick in _interesting(replayed.ticks):
         table.add_row(
-            f"{tick.planned_at.astimezone(DAY.tzinfo):%H:%M}", str(tick.slot), str(tick.selected), str(tick.skipped_done),
-            str(tick.processed), str(tick.failed), str(tick.backfilled),
+            f"{tick.planned_at.astimezone(DAY.tzinfo):%H:%M}", str(tick.slot), str(tick.already_done), str(tick.started),
+            str(tick.backlog), str(tick.held), str(tick.done), str(tick.failed), tick.cut.value if tick.cut else "",
         )
+    table.caption = TICK_CAPTION
     console.print(table)
-    recovery = next(tick for tick in replayed.ticks if tick.backfilled)
+    recovery = next(tick for tick in replayed.ticks if tick.backlog)
     files = sum(1 for _ in out.rglob("*.json"))
     counts = store.ledger.counts(JOB, replayed.ticks[0].period)
     console.print(
-        f"{len(replayed.ticks)} ticks fired, {replayed.processed} records processed, {replayed.failed} failed "
-        f"and retried; the {recovery.planned_at.astimezone(DAY.tzinfo):%H:%M} tick recovered {recovery.backfilled} records of slot "
-        f"{recovery.backfilled_slots[0][1]} from the backlog. Ledger: {counts[next(iter(counts))]} done; "
+        f"{len(replayed.ticks)} ticks fired, {replayed.done} records done, {replayed.failed} failed "
+        f"and retried; the {recovery.planned_at.astimezone(DAY.tzinfo):%H:%M} tick took {recovery.backlog} records of slot "
+        f"{recovery.backlog_slots[0][1]} from the backlog. Ledger: {counts[next(iter(counts))]} done; "
         f"{files} files under {out}"
     )
     ledger = ledger_report(store, job, replayed.ticks[0].period)
@@ -92,12 +94,12 @@ def nightly_section(
     console.print(f"chart of counts and p95 per slot: {chart}")
     figures = {
         "ticks": len(replayed.ticks),
-        "processed": replayed.processed,
+        "done": replayed.done,
         "failed": replayed.failed,
         "still_failed": replayed.still_failed,
         "recovered_at": recovery.planned_at.isoformat(),
-        "recovered": recovery.backfilled,
-        "recovered_slots": [slot for _, slot in recovery.backfilled_slots],
+        "recovered": recovery.backlog,
+        "recovered_slots": [slot for _, slot in recovery.backlog_slots],
         "files": files,
         "balance": report.to_json(),
         "ledger_total": ledger.total,
@@ -110,5 +112,5 @@ def nightly_section(
 def _interesting(ticks: list[TickReport]) -> Iterator[TickReport]:
     """The first hours, the recovery and the last tick: the whole day would be 46 rows."""
     for index, tick in enumerate(ticks):
-        if index < 4 or tick.backfilled or index == len(ticks) - 1:
+        if index < 4 or tick.backlog or index == len(ticks) - 1:
             yield tick

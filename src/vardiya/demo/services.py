@@ -97,7 +97,7 @@ def _run(app: App, own: VirtualClock, store: Store, console: Console) -> tuple[s
         console.print(
             f"{len(ticks)} tick items for {state.fired} firings by 2 schedulers; the outage's "
             f"{state.skipped - 6} missed ticks were passed by (catch-up policy: the latest fires), and the 15:00 "
-            f"tick's backlog took their slots: {catch_up.result['backfilled']} meters recovered, "
+            f"tick's backlog took their slots: {catch_up.result['backlog']} meters recovered, "
             f"{done} of {METERS} done for 2026-12-02 by 16:00; the clock stepping back refired {refired}"
         )
         report = status_report(fleet, app)
@@ -109,5 +109,5 @@ def _run(app: App, own: VirtualClock, store: Store, console: Console) -> tuple[s
         )
     return "services", {
         "ticks": len(ticks), "fired": state.fired, "skipped": state.skipped, "refired": refired,
-        "backfilled": catch_up.result["backfilled"], "done": done, "tick_dead": ticks_now["dead"],
+        "backlog": catch_up.result["backlog"], "done": done, "tick_dead": ticks_now["dead"],
     }

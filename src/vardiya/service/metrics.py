@@ -98,7 +98,7 @@ class ServiceMetrics:
             buckets=_LATENESS_BUCKETS, registry=r,
         )
         self.records = Counter("vardiya_tick_records", "Records a tick processed, by outcome", ["job", "outcome"], registry=r)
-        self.deadline = Counter("vardiya_tick_deadline_hits", "Ticks the deadline cut short", ["job"], registry=r)
+        self.deadline = Counter("vardiya_tick_deadline_hits", "Ticks cut short by their deadline or their slot window's end", ["job"], registry=r)
         self.runs = Counter("vardiya_pipeline_runs", "Triggered pipeline runs, by outcome", ["pipeline", "outcome"], registry=r)
         self.items = Counter("vardiya_items_finished", "Items a worker finished, by family and outcome", ["family", "outcome"], registry=r)
 
@@ -116,9 +116,9 @@ class ServiceMetrics:
     def tick_done(self, job: str, report: TickReport) -> None:
         self.ticks.labels(job).inc()
         self.lateness.labels(job).observe(max(0.0, report.lateness_s))
-        self.records.labels(job, "processed").inc(report.processed)
+        self.records.labels(job, "done").inc(report.done)
         self.records.labels(job, "failed").inc(report.failed)
-        if report.deadline_hit:
+        if report.cut is not None:
             self.deadline.labels(job).inc()
 
     def pipeline_done(self, pipeline: str, result: RunResult) -> None:

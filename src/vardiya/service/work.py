@@ -83,14 +83,15 @@ class ServiceWork:
             return ServiceOutcome(False, error=error_text(error), retry_at=self._retry_at(wait))
         result = report.to_json()
         result["attempt"] = item.attempts
-        result["finished_at"] = report.finished_at.isoformat() if report.finished_at else None
         log.info(
-            "tick %s period %s slot %d: %d processed, %d failed, %d backfilled, started %.3f s after its planned time",
-            job.name, report.period, report.slot, report.processed, report.failed, report.backfilled, report.lateness_s,
+            "tick %s period %s slot %d: %d started, %d backlog, %d held, %d done, %d failed, cut %s, "
+            "started %.3f s after its planned time",
+            job.name, report.period, report.slot, report.started, report.backlog, report.held, report.done,
+            report.failed, result["cut"], report.lateness_s,
             extra={
                 "job": job.name, "period": report.period, "slot": report.slot, "planned_at": result["planned_at"],
-                "lateness_s": report.lateness_s, "processed": report.processed, "failed": report.failed,
-                "backfilled": report.backfilled, "deadline_hit": report.deadline_hit,
+                "lateness_s": report.lateness_s, "started": report.started, "backlog": report.backlog,
+                "held": report.held, "done": report.done, "failed": report.failed, "cut": result["cut"],
             },
         )
         if self.metrics is not None:

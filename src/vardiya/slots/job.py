@@ -90,6 +90,13 @@ class SlotJob:
     - ``deadline``: no record is started later than this after the tick started; a float in (0, 1]
       is a fraction of the slot window. It counts from the start, not the planned time, so a tick
       that starts late still does its slot's work; what is left goes to the next tick.
+    - ``deadline_grace`` (default 0): nor is any record started after the end of the window of the
+      slot the tick was planned for plus this grace, however late the tick started: a late :31 run
+      never runs into the next slot's runs. The earlier of the two ends the tick.
+    - ``claim_lease`` (default 1 min): a tick claims each chunk of records (``flush_every`` of them)
+      for this long before the handler sees them and renews the claim every third of it while the
+      chunk runs, so no other run of the slot hands them to a handler at the same time. A run that
+      dies stops renewing; once the lease has run out, the next run takes the records.
     - ``start``: the first period the job covers; the backlog never reaches before it. Without it the
       job's history begins at the first period the ledger has for it.
     - ``max_attempts``: a record that failed this many times in a period is given up for that period
@@ -114,6 +121,8 @@ class SlotJob:
     start: datetime | None = None
     downtime: CatchUpPolicy = field(default_factory=CatchUpPolicy)
     flush_every: int = 500
+    deadline_grace: timedelta = timedelta(0)
+    claim_lease: timedelta = timedelta(minutes=1)
     handler_takes_context: bool = field(init=False, default=True)
 
     def __post_init__(self) -> None:
@@ -152,6 +161,13 @@ class SlotJob:
             )
         if isinstance(deadline, (timedelta, int)) and _duration(deadline, "deadline") <= timedelta(0):
             raise ConfigurationError(f"job {self.name!r}: deadline must be longer than 0, got {deadline!r}")
+        grace, lease = _duration(self.deadline_grace, "deadline_grace"), _duration(self.claim_lease, "claim_lease")
+        if grace < timedelta(0):
+            raise ConfigurationError(f"job {self.name!r}: deadline_grace must not be negative, got {grace}")
+        if lease <= timedelta(0):
+            raise ConfigurationError(f"job {self.name!r}: claim_lease must be longer than 0, got {lease}")
+        object.__setattr__(self, "deadline_grace", grace)
+        object.__setattr__(self, "claim_lease", lease)
         changes = tuple(
             SchemeChange(effective_from=ensure_aware(c.effective_from, "effective_from"), scheme=c.scheme)
             for c in sorted(self.scheme_changes, key=lambda change: change.effective_from)
@@ -200,6 +216,10 @@ class SlotJob:
             return started_at + self.scheme_for(position.period).window_length * self.deadline
         return started_at + _duration(self.deadline, "deadline")
 
+    def window_closes_at(self, position: SlotPosition) -> datetime:
+        """The instant after which no tick planned in ``position`` starts a record: its window's end plus the grace."""
+        return position.window.end + self.deadline_grace
+
     def call(self, records: Any, context: TickContext) -> Any:
         """Run the handler on one record (or a batch) with or without the context, as it was written."""
         if self.handler_takes_context:
@@ -217,4 +237,6 @@ class SlotJob:
             "backfill_limit": self.backfill_limit,
             "catch_up": self.catch_up,
             "max_attempts": self.max_attempts,
+            "deadline_grace_s": self.deadline_grace.total_seconds(),
+            "claim_lease_s": self.claim_lease.total_seconds(),
         }

@@ -10,16 +10,37 @@ Order of work in a tick:
 2. the backlog: records of earlier slots of this period and of ``catch_up`` earlier periods that are
    not done, oldest first, at most ``backfill_limit`` of them. The current slot always goes first, so
    a backlog never starves the present;
-3. no record starts after the deadline (counted from the tick's start); the rest waits for the next tick.
+3. no record starts after the tick's stop time: the earlier of its deadline (counted from the tick's
+   start) and the end of the window of the slot it was planned for plus ``deadline_grace``; the rest
+   waits for the next run of the slot or the next tick's backlog.
 
-Every outcome is marked in the ledger, in chunks of ``flush_every`` (and whatever is pending when the
-tick stops, however it stops). A tick killed before a chunk is flushed leaves those records not done:
-the next run processes them again, which the idempotent sinks make harmless.
+Records go to the handler in chunks of ``flush_every``. Each chunk is first claimed in the store
+(``store.ledger.claims``: one transaction that re-checks the ledger and records this run as the owner,
+with a lease of ``claim_lease``); what another live run holds is skipped and counted as ``held``. A
+heartbeat thread renews the lease while the chunk runs, and the chunk's outcomes are marked in the
+ledger in the transaction that releases its claims (also when the tick stops early, however it stops).
+So two runs of one slot at once (the :01 run still going at :31, two ``vardiya tick`` processes, two
+workers) never hand a record to the handler twice. A tick killed mid-chunk leaves that chunk not done
+and claimed until its lease runs out; then the next run processes it again, which the idempotent
+sinks make harmless for the records whose effect was written but not yet marked.
+
+The words of a tick's report are the same in ``TickReport``, ``vardiya tick|replay`` (table and
+``--json``), the demo and the README: ``already_done`` (the slot's records done before the tick),
+``started`` (its own slot's records handed to the handler), ``backlog`` (earlier slots' records handed
+to it), ``held`` (records skipped because another run held or settled them), ``done`` and ``failed``
+(the outcomes of all records handed over: ``done + failed == started + backlog``) and ``cut`` (why it
+stopped starting records early: ``deadline``, ``window``, or nothing).
 """
 
 from __future__ import annotations
 
+import enum
+import logging
+import os
+import socket
+import threading
 import traceback
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,7 +54,9 @@ from .hashing import RecordId
 from .job import RecordResult, SlotJob, TickContext
 from .scheme import Period, SlotScheme
 
-__all__ = ["ReplayReport", "TickReport", "planned_ticks", "replay", "run_tick"]
+__all__ = ["Cut", "ReplayReport", "TickReport", "planned_ticks", "replay", "run_tick"]
+
+log = logging.getLogger("vardiya.tick")
 
 #: A tick refreshes the ledger's planner statistics once it has marked this many records, again each
 #: time it has marked ``_ANALYZE_GROWTH`` times as many, and at its end if it marked this many.
@@ -46,9 +69,18 @@ _DONE = LedgerStatus.DONE.value
 _FAILED = LedgerStatus.FAILED.value
 
 
+class Cut(str, enum.Enum):
+    """Why a tick stopped starting records before its records ran out."""
+
+    #: its deadline (``SlotJob.deadline``, counted from its start) came
+    DEADLINE = "deadline"
+    #: the window of the slot it was planned for ended (plus ``SlotJob.deadline_grace``)
+    WINDOW = "window"
+
+
 @dataclass(kw_only=True)
 class TickReport:
-    """What one tick did; ``to_json`` is the document of ``vardiya tick --json``."""
+    """What one tick did; ``to_json`` is the document of ``vardiya tick --json`` (words: module doc)."""
 
     job: str
     period: str
@@ -56,13 +88,16 @@ class TickReport:
     planned_at: datetime
     started_at: datetime
     finished_at: datetime | None = None
-    selected: int = 0
-    skipped_done: int = 0
-    processed: int = 0
+    #: the instant after which the tick started no record (the earlier of deadline and window end)
+    stop_at: datetime | None = None
+    already_done: int = 0
+    started: int = 0
+    backlog: int = 0
+    held: int = 0
+    done: int = 0
     failed: int = 0
-    backfilled: int = 0
-    deadline_hit: bool = False
-    backfilled_slots: list[tuple[str, int]] = field(default_factory=list)
+    cut: Cut | None = None
+    backlog_slots: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def lateness_s(self) -> float:
@@ -75,13 +110,16 @@ class TickReport:
             "period": self.period,
             "slot": self.slot,
             "planned_at": self.planned_at.isoformat(),
-            "selected": self.selected,
-            "skipped_done": self.skipped_done,
-            "processed": self.processed,
+            "already_done": self.already_done,
+            "started": self.started,
+            "backlog": self.backlog,
+            "held": self.held,
+            "done": self.done,
             "failed": self.failed,
-            "backfilled": self.backfilled,
-            "deadline_hit": self.deadline_hit,
+            "cut": self.cut.value if self.cut is not None else None,
             "started_at": self.started_at.isoformat(),
+            "stop_at": self.stop_at.isoformat() if self.stop_at is not None else None,
+            "finished_at": self.finished_at.isoformat() if self.finished_at is not None else None,
             "lateness_s": self.lateness_s,
         }
 
@@ -95,8 +133,8 @@ class ReplayReport:
     still_failed: int = 0
 
     @property
-    def processed(self) -> int:
-        return sum(tick.processed for tick in self.ticks)
+    def done(self) -> int:
+        return sum(tick.done for tick in self.ticks)
 
     @property
     def failed(self) -> int:
@@ -105,7 +143,9 @@ class ReplayReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "ticks": [tick.to_json() for tick in self.ticks],
-            "processed": self.processed,
+            "started": sum(tick.started for tick in self.ticks),
+            "backlog": sum(tick.backlog for tick in self.ticks),
+            "done": self.done,
             "failed": self.failed,
             "still_failed": self.still_failed,
         }
@@ -115,63 +155,150 @@ def _error_text(error: BaseException) -> str:
     return "".join(traceback.format_exception_only(error)).strip()
 
 
+class _Heartbeat:
+    """Renews a tick's record claims every third of ``claim_lease``, from a thread of its own.
+
+    A thread, not a check between records: one slow record (or one slow batch) must not let the lease
+    run out while it runs. The thread starts with the tick's first claim; a missed beat is logged and
+    tried again (the lease has two more beats of slack).
+    """
+
+    def __init__(self, store: Store, owner: str, job: SlotJob, clock: Clock) -> None:
+        self.store, self.owner, self.lease, self.clock = store, owner, job.claim_lease, clock
+        self.stopped = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._beat, name=f"heartbeat-{self.owner}", daemon=True)
+            self.thread.start()
+
+    def _beat(self) -> None:
+        interval = max(0.05, self.lease.total_seconds() / 3)
+        while not self.stopped.wait(interval):
+            try:
+                self.store.ledger.claims.renew(self.owner, self.clock.now() + self.lease)
+            except Exception as error:  # noqa: BLE001 - retried at the next beat
+                log.warning("tick %s: renewing its claims failed: %s", self.owner, error)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.thread is not None:
+            self.thread.join(timeout=30)
+
+
 class _Tick:
-    """The state of one running tick: its job, clocks, deadline, pending ledger rows and counts.
+    """The state of one running tick: its job, clocks, stop time, claims, pending ledger rows and counts.
 
     Outcomes are kept as prepared ledger rows (``ledger.ROW_COLUMNS``), built once per record and
-    handed to ``ledger.mark_rows`` every ``flush_every`` records. A tick of a million records with a
+    handed to ``ledger.mark_rows`` at the end of every chunk. A tick of a million records with a
     no-op handler spent more time building ``LedgerEntry`` objects, re-reading clocks and converting
     times than in the database (benchmarks/README.md), so the per-record loop (``_run_each``) keeps
-    to what every record needs: the deadline check, the handler call, its timing and one tuple.
+    to what every record needs: the stop check, the handler call, its timing and one tuple. The
+    claims cost one transaction per chunk, never a statement per record.
     """
 
     def __init__(
-        self, store: Store, job: SlotJob, clock: Clock, timer: Clock, report: TickReport, deadline_at: datetime
+        self,
+        store: Store,
+        job: SlotJob,
+        clock: Clock,
+        timer: Clock,
+        report: TickReport,
+        stop_at: datetime,
+        cut: Cut,
     ) -> None:
         self.store = store
         self.job = job
         self.clock = clock
         self.timer = timer
         self.report = report
-        self.deadline_at = deadline_at
+        self.stop_at = stop_at
+        self.cut = cut
         self.pending: list[tuple[Any, ...]] = []
         # One converter for the whole tick: it remembers the text of the last second it converted.
         self.time = store.ledger.row_times()
         self.marked = 0
         self.analyze_at = ANALYZE_AFTER
+        self.chunk_size = max(job.flush_every, job.batch_size or 1)
+        self.owner = f"tick-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:10]}"
+        self.holding = False
+        self.heartbeat = _Heartbeat(store, self.owner, job, clock)
 
     def flush(self) -> None:
-        """Mark the pending rows; refresh the ledger's statistics when the tick's own rows outgrew them.
+        """Mark the pending rows and release the chunk's claims (one transaction); refresh statistics.
 
-        The source's anti-join is planned from those statistics. Taken before a big tick, they say its
-        period is (nearly) empty, and on PostgreSQL a page of ids late in the tick was then planned as
-        a rescan of every row the tick had marked, for each id: the last page of a 1,000,000-record
-        tick ran for more than ten minutes. After a refresh it is an index probe per id.
+        The source's anti-join is planned from the ledger's statistics. Taken before a big tick, they
+        say its period is (nearly) empty, and on PostgreSQL a page of ids late in the tick was then
+        planned as a rescan of every row the tick had marked, for each id: the last page of a
+        1,000,000-record tick ran for more than ten minutes. After a refresh it is an index probe per id.
         """
-        if not self.pending:
+        if not self.pending and not self.holding:
             return
-        self.marked += self.store.ledger.mark_rows(self.pending)
+        self.marked += self.store.ledger.mark_rows(self.pending, release=self.owner if self.holding else None)
         self.pending = []
+        self.holding = False
         if self.marked >= self.analyze_at:
             self.store.ledger.refresh_statistics()
             self.analyze_at = self.marked * _ANALYZE_GROWTH
 
+    def close(self) -> None:
+        """Mark what is pending, release every claim, stop the heartbeat: however the tick ends."""
+        try:
+            self.flush()
+        finally:
+            self.heartbeat.stop()
+
     def run(self, records: Iterable[RecordId], period: Period, scheme: SlotScheme, slot: int, *, backfill: bool) -> int:
-        """Process records until they run out or the deadline comes; returns how many were started."""
+        """Claim and process records chunk by chunk until they run out or the stop time comes.
+
+        Returns how many were handed to the handler.
+        """
         # Every record of one run shares its context (it never says "now"), so it is built once.
         context = TickContext(
             job=self.job.name, period=period, slot=slot, planned_at=self.report.planned_at, backfill=backfill,
             attempt=1,
         )
-        if self.job.batch_size is None:
-            return self._run_each(iter(records), period.key, slot, context)
-        return self._run_batches(iter(records), period.key, slot, context)
+        source = iter(records)
+        started = 0
+        while self.report.cut is None:
+            chunk = list(islice(source, self.chunk_size))
+            if not chunk:
+                break
+            claimed = self._claim(chunk, period.key)
+            if claimed is None:
+                break
+            if self.job.batch_size is None:
+                started += self._run_each(iter(claimed), period.key, slot, context)
+            else:
+                started += self._run_batches(iter(claimed), period.key, slot, context)
+            self.flush()  # the chunk's outcomes, and its claims released, in one transaction
+        return started
+
+    def _claim(self, chunk: list[RecordId], period: str) -> list[RecordId] | None:
+        """The records of ``chunk`` this run now holds, in order; None when the stop time has come."""
+        now = self.clock.now()
+        if now >= self.stop_at:
+            self.report.cut = self.cut
+            return None
+        keys = [str(record) if type(record) is int else record_key(record) for record in chunk]
+        taken = self.store.ledger.claims.take(
+            self.job.name, period, keys, owner=self.owner, until=now + self.job.claim_lease, now=now,
+            give_up_after=self.job.max_attempts,
+        )
+        if taken:
+            self.holding = True
+            self.heartbeat.start()
+        if len(taken) == len(chunk):
+            return chunk
+        self.report.held += len(chunk) - len(taken)
+        return [record for record, key in zip(chunk, keys) if key in taken]
 
     def _run_each(self, records: Iterator[RecordId], period: str, slot: int, context: TickContext) -> int:
         """The per-record loop: per record one handler call, one clock and two timer reads, one row.
 
         The clock is read once between two records: that reading is when one finished (its last
-        attempt time) and when the next starts (its first attempt time and its deadline check). Only
+        attempt time) and when the next starts (its first attempt time and its stop check). Only
         when the timer says time passed since it (more than ``_ONE_INSTANT_S``: a page of ids was
         fetched, the ledger was flushed) is the clock read again before the next record. Both times
         are the injected clock's, the duration is the timer's, measured around the handler alone.
@@ -183,7 +310,7 @@ class _Tick:
         job, report = self.job, self.report
         handler, with_context = job.handler, job.handler_takes_context
         now, monotonic, time = self.clock.now, self.timer.monotonic, self.time
-        deadline_at, flush_every, name = self.deadline_at, job.flush_every, job.name
+        stop_at, name = self.stop_at, job.name
         pending = self.pending
         done = failed = 0
         # The last clock reading, its ledger form, and the timer just before it was taken.
@@ -196,8 +323,8 @@ class _Tick:
                 if begun - read_mark > _ONE_INSTANT_S:
                     read_at = now()
                     read_text = time(read_at)
-                if read_at >= deadline_at:
-                    report.deadline_hit = True
+                if read_at >= stop_at:
+                    report.cut = self.cut
                     break
                 first = read_text
                 try:
@@ -219,11 +346,8 @@ class _Tick:
                         done += 1
                     else:
                         failed += 1
-                if len(pending) >= flush_every:
-                    self.flush()
-                    pending = self.pending
-        finally:  # counted as marked in the ledger (or pending for it), however the loop ends
-            report.processed += done
+        finally:  # counted as pending for the ledger, however the loop ends
+            report.done += done
             report.failed += failed
         return done + failed
 
@@ -235,8 +359,8 @@ class _Tick:
             batch = list(islice(records, size))
             if not batch:
                 break
-            if self.clock.now() >= self.deadline_at:
-                self.report.deadline_hit = True
+            if self.clock.now() >= self.stop_at:
+                self.report.cut = self.cut
                 break
             started += len(batch)
             self._process_batch(batch, period, slot, context)
@@ -257,10 +381,8 @@ class _Tick:
             if row[4] == _FAILED:
                 self.report.failed += 1
             else:
-                self.report.processed += 1
+                self.report.done += 1
             self.pending.append(row)
-            if len(self.pending) >= self.job.flush_every:
-                self.flush()
 
     def _row(
         self, key: str, period: str, slot: int, outcome: Any, first: Any, last: Any, duration_ms: float
@@ -305,12 +427,20 @@ def _history_from(store: Store, job: SlotJob, scheme: SlotScheme) -> datetime | 
 
 
 def run_tick(
-    store: Store, job: SlotJob, planned_at: datetime, *, clock: Clock | None = None, timer: Clock | None = None
+    store: Store,
+    job: SlotJob,
+    planned_at: datetime,
+    *,
+    clock: Clock | None = None,
+    timer: Clock | None = None,
+    within_window: bool = True,
 ) -> TickReport:
     """Run the tick of ``job`` planned for ``planned_at`` and return what it did.
 
-    ``clock`` (the store's by default) gives the tick's start and the deadline; ``timer`` (the clock by
-    default) measures how long each record took, for the ledger.
+    ``clock`` (the store's by default) gives the tick's start, its stop time and its claims' leases;
+    ``timer`` (the clock by default) measures how long each record took, for the ledger. With
+    ``within_window=False`` (``vardiya tick --outside-window``: a deliberate run of a past slot) the
+    end of the slot's window does not stop the tick, only its deadline does.
     """
     clock = clock or store.clock
     timer = timer or clock
@@ -321,17 +451,22 @@ def run_tick(
     report = TickReport(
         job=job.name, period=period.key, slot=slot, planned_at=planned_at, started_at=clock.now()
     )
-    report.skipped_done = store.ledger.count_done(job.name, period.key, slot=slot)
-    tick = _Tick(store, job, clock, timer, report, job.deadline_at(position, report.started_at))
+    stop_at, cut = job.deadline_at(position, report.started_at), Cut.DEADLINE
+    window_closes = job.window_closes_at(position)
+    if within_window and window_closes < stop_at:
+        stop_at, cut = window_closes, Cut.WINDOW
+    report.stop_at = stop_at
+    report.already_done = store.ledger.count_done(job.name, period.key, slot=slot)
+    tick = _Tick(store, job, clock, timer, report, stop_at, cut)
     try:
         current = job.source.records(
             store=store, job=job.name, scheme=scheme, period=period.key, slot=slot,
             give_up_after=job.max_attempts, limit=job.current_limit,
         )
-        report.selected = tick.run(current, period, scheme, slot, backfill=False)
+        report.started = tick.run(current, period, scheme, slot, backfill=False)
         remaining = job.backfill_limit
         for past_period, past_scheme, past_slot in _backlog(job, period, slot, _history_from(store, job, scheme)):
-            if remaining <= 0 or report.deadline_hit:
+            if remaining <= 0 or report.cut is not None:
                 break
             tick.flush()  # the backlog query must see the current slot's outcomes
             due = job.source.records(
@@ -340,13 +475,13 @@ def run_tick(
             )
             started = tick.run(due, past_period, past_scheme, past_slot, backfill=True)
             if started:
-                report.backfilled += started
-                report.backfilled_slots.append((past_period.key, past_slot))
+                report.backlog += started
+                report.backlog_slots.append((past_period.key, past_slot))
                 remaining -= started
     finally:
-        tick.flush()
+        tick.close()
         report.finished_at = clock.now()
-    if report.processed + report.failed >= ANALYZE_AFTER:
+    if report.done + report.failed >= ANALYZE_AFTER:
         store.ledger.refresh_statistics()
     return report
 

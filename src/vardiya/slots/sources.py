@@ -81,6 +81,7 @@ class IterableSource:
         if store.ledger.count_settled(job, period, slot, give_up_after=give_up_after) >= len(candidates):
             return iter(())
         settled = store.ledger.settled_in_slot(job, period, slot, give_up_after=give_up_after)
+        settled.update(store.ledger.claims.held(job, period, store.clock.now()))  # another run's, for now
         unsettled = (record for record in candidates if record_key(record) not in settled)
         return islice(unsettled, limit) if limit is not None else unsettled
 

@@ -8,7 +8,8 @@
   ``((id % B) + B) % B = :slot`` for ``mod``, the database's form of H for ``hash``; that is correct but
   scans the table.
 - **Ledger.** When the table lives in the store's own database, the query also carries the ledger
-  anti-join (``NOT EXISTS`` a settled ledger row), so only not-done ids leave the database. When it lives
+  anti-join (``NOT EXISTS`` a settled ledger row, nor a live claim of another run), so only not-done
+  ids leave the database. When it lives
   elsewhere, each chunk of ids is filtered through ``store.ledger.done_among``, which reads the ledger in
   chunks.
 - **Streaming.** Ids come in chunks of ``chunk_size`` by keyset pagination (``... AND id > :last ORDER BY
@@ -332,13 +333,17 @@ class SqlTableSource:
         if exact or ledger.count_settled(job, period, slot, give_up_after=give_up_after, include_unslotted=True):
             if same_database:
                 record_id = self.table.c[self._id_column]
-                predicate = predicate & store.ledger.not_done_clause(
-                    job, period, record_id, give_up_after=give_up_after
+                # Records another run holds right now are that run's: the claims are left out too.
+                predicate = (
+                    predicate
+                    & store.ledger.not_done_clause(job, period, record_id, give_up_after=give_up_after)
+                    & store.ledger.claims.free_clause(job, period, record_id, store.clock.now())
                 )
             else:
                 # One indexed read of the slot's settled keys (slot-sized, never table-sized) beats
-                # probing the ledger with IN-lists chunk by chunk.
+                # probing the ledger with IN-lists chunk by chunk; held records are left out with them.
                 settled = store.ledger.settled_in_slot(job, period, slot, give_up_after=give_up_after)
+                settled.update(store.ledger.claims.held(job, period, store.clock.now()))
         return self._stream(store, scheme, slot, predicate, same_database, settled, limit)
 
     def _stream(

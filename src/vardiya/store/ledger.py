@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from .claims import RecordClaims
 from .hot import _LEDGER_COLUMNS, HotSQL, hot_sql
 from .records import LedgerEntry, LedgerRow, LedgerStatus, record_key
 from .schema import ledger
@@ -120,6 +121,8 @@ class Ledger:
         self._store = store
         self._hot = hot_sql(store.backend)
         self._generic_plans = store.backend is Backend.POSTGRESQL
+        #: Which run holds which records while a tick runs (``claims.py``).
+        self.claims = RecordClaims(store)
 
     def mark(self, job: str, period: str, entries: Iterable[LedgerEntry], *, chunk_size: int = CHUNK_SIZE) -> int:
         """Record outcomes for many records, one transaction per chunk; returns how many were marked.
@@ -140,19 +143,30 @@ class Ledger:
         """
         return _time_converter(self._hot)
 
-    def mark_rows(self, rows: list[tuple[Any, ...]], *, chunk_size: int = CHUNK_SIZE) -> int:
+    def mark_rows(
+        self, rows: list[tuple[Any, ...]], *, chunk_size: int = CHUNK_SIZE, release: str | None = None
+    ) -> int:
         """Record prepared rows (``ROW_COLUMNS``, times from ``row_times``), one transaction per chunk.
 
         The same upsert as ``mark``, without building entries. ``rows`` is sorted in place into
         primary-key order: concurrent marks of overlapping records then take their row locks in one
-        order, so they wait for each other instead of deadlocking on PostgreSQL.
+        order, so they wait for each other instead of deadlocking on PostgreSQL. ``release`` names an
+        owner whose record claims are dropped in the last chunk's transaction: a claimed record is
+        never free before its outcome is in the ledger.
         """
         rows.sort(key=_PRIMARY_KEY)
         if len(rows) <= chunk_size:
-            return self._upsert(rows) if rows else 0
-        return sum(self._upsert(rows[at : at + chunk_size]) for at in range(0, len(rows), chunk_size))
+            if not rows:
+                if release is not None:
+                    self.claims.release(release)
+                return 0
+            return self._upsert(rows, release)
+        starts = range(0, len(rows), chunk_size)
+        return sum(
+            self._upsert(rows[at : at + chunk_size], release if at == starts[-1] else None) for at in starts
+        )
 
-    def _upsert(self, rows: Sequence[tuple[Any, ...]]) -> int:
+    def _upsert(self, rows: Sequence[tuple[Any, ...]], release: str | None = None) -> int:
         """One transaction of the ledger upsert over sorted prepared rows.
 
         PostgreSQL sessions force custom plans (``store/engine.py``), which the slot sources' anti-join
@@ -163,6 +177,8 @@ class Ledger:
             if self._generic_plans:
                 connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
             connection.exec_driver_sql(self._hot.ledger_upsert, rows)
+            if release is not None:
+                self.claims.release(release, connection)
         return len(rows)
 
     def refresh_statistics(self) -> None:

@@ -19,6 +19,7 @@ __all__ = [
     "attempts",
     "dedup_keys",
     "ledger",
+    "ledger_claims",
     "metadata",
     "pipeline_reads",
     "pipeline_runs",
@@ -168,6 +169,23 @@ ledger = sa.Table(
     # Per-slot questions (is a slot settled? which of its records are? the balance report) read one
     # slot of one period; status and attempts make the counts index-only.
     sa.Index("ix_ledger_job_period_slot", "job", "period", "slot", "status", "attempts"),
+    sqlite_with_rowid=False,
+)
+
+# Which run holds which records right now (migration 0008): a tick claims each chunk of records, with
+# its owner id and a lease, before the handler sees them, and deletes the claims in the transaction that
+# marks the chunk's outcomes. A second run of the slot skips what a live claim holds; a lease that ran
+# out means its run died, and the next run takes the records. Rows live only while a chunk runs.
+ledger_claims = sa.Table(
+    "ledger_claims",
+    metadata,
+    sa.Column("job", sa.String(200), primary_key=True),
+    sa.Column("period", sa.String(64), primary_key=True),
+    sa.Column("record", sa.String(500), primary_key=True),
+    sa.Column("owner", sa.String(200), nullable=False),
+    sa.Column("lease_until", UTCDateTime, nullable=False),
+    # a run renews and releases its claims by owner
+    sa.Index("ix_ledger_claims_owner", "owner"),
     sqlite_with_rowid=False,
 )
 
