@@ -12,6 +12,7 @@ exits with code 2. Messages say what is wrong and how to fix it.
     ├── StoreError                  the state store cannot do what was asked (driver errors wrapped here)
     │   ├── StoreUnavailable        the database cannot be reached or opened
     │   ├── NotAStore               the file or database is not something vardiya can use
+    │   ├── StoreNotFound           no vardiya store there yet (a read refuses to create one)
     │   ├── SchemaTooNew            the store was migrated by a newer vardiya
     │   └── SchemaOutdated          the store needs ``vardiya db upgrade``
     └── LeaseLost                   a worker acted on a work item it no longer holds
@@ -32,6 +33,7 @@ __all__ = [
     "SchemaOutdated",
     "SchemaTooNew",
     "StoreError",
+    "StoreNotFound",
     "StoreUnavailable",
     "UndeclaredRead",
     "VardiyaError",
@@ -76,6 +78,13 @@ class StoreUnavailable(StoreError):
 
 class NotAStore(StoreError):
     """The file or database exists but is not something vardiya can use as its store."""
+
+
+class StoreNotFound(StoreError):
+    """There is no vardiya store at the URL: no such SQLite file, or a database without vardiya's schema.
+
+    Raised by ``open_store(..., create=False)`` (every read command) before anything is written.
+    """
 
 
 class SchemaTooNew(StoreError):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 import json
+import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,9 +16,27 @@ from rich.console import Console
 from ..clock import Clock
 from ..store import Store, open_store
 
-__all__ = ["Settings", "emit_json", "global_options", "pass_settings"]
+__all__ = ["Settings", "StoreUse", "emit_json", "global_options", "pass_settings"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class StoreUse(enum.Enum):
+    """What a command does with the store, which decides whether it may create one.
+
+    A read command on a store that does not exist (a mistyped ``--db``) must not answer from a new,
+    empty store that it made: it refuses with one line and creates nothing. The README lists which
+    command is which.
+    """
+
+    #: reports and listings, and commands that change only what is there (dlq redrive, purge): a
+    #: missing store is an error (exit 2), and nothing is created
+    EXISTING = "existing"
+    #: commands that store new work or results (tick, replay, pipeline run, invoke submit ...): a
+    #: SQLite store is created on first use
+    CREATE = "create"
+    #: the scheduler and the worker: as CREATE, and a store they create is said in the log
+    SERVICE = "service"
 
 
 @dataclass(kw_only=True)
@@ -26,9 +46,18 @@ class Settings:
     db: str | None = None
     app: str | None = None
 
-    def open_store(self, *, clock: Clock | None = None, migrate: bool | None = None) -> Store:
-        """The store the options point at (``--db``, else ``VARDIYA_DB``, else ./vardiya.db)."""
-        return open_store(self.db, clock=clock, migrate=migrate)
+    def open_store(self, use: StoreUse, *, clock: Clock | None = None) -> Store:
+        """The store the options point at (``--db``, else ``VARDIYA_DB``, else ./vardiya.db).
+
+        ``use`` says whether the command may create it (see ``StoreUse``); an existing SQLite store is
+        migrated either way, a PostgreSQL one only by ``vardiya db upgrade``.
+        """
+        store = open_store(self.db, clock=clock, create=use is not StoreUse.EXISTING)
+        if store.created and use is StoreUse.SERVICE:
+            logging.getLogger("vardiya.service").warning(
+                "first run: created a new vardiya store at %s", store.url, extra={"store": store.url}
+            )
+        return store
 
     @property
     def console(self) -> Console:

@@ -11,7 +11,7 @@ from rich.table import Table
 from ..errors import InvalidInput
 from ..invoke import dlq as letters
 from ..times import parse_duration
-from .context import Settings, emit_json, global_options, pass_settings
+from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 
 __all__ = ["dlq"]
 
@@ -54,7 +54,7 @@ def list_command(
     settings: Settings, handler: str | None, older_than: str | None, error: str | None, ids: tuple[int, ...], as_json: bool
 ) -> int:
     """List dead letters, oldest first."""
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.EXISTING) as store:
         found = letters.dead_letters(store, handler=handler, older_than_s=_age(older_than), error=error, ids=ids or None)
     if as_json:
         emit_json({"dead_letters": [letter.to_json() for letter in found], "total": len(found),
@@ -79,7 +79,7 @@ def list_command(
 @pass_settings
 def show_command(settings: Settings, item_id: int, as_json: bool) -> int:
     """One dead letter: its records, every attempt, every handler call, its dedup keys."""
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.EXISTING) as store:
         document = letters.show(store, item_id)
     if as_json:
         emit_json(document)
@@ -118,7 +118,7 @@ def redrive_command(
 ) -> int:
     """Make dead letters ready again; records that had already succeeded are not processed twice."""
     per_s = _rate(rate)
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.EXISTING) as store:
         report = letters.redrive(store, handler=handler, older_than_s=_age(older_than), error=error, ids=ids or None,
                                  rate_per_s=per_s, max_attempts=max_attempts, dry_run=dry_run)
     if as_json:
@@ -152,7 +152,7 @@ def purge_command(
     """Delete dead letters and their history for good."""
     if not (handler or older_than or error or ids):
         raise InvalidInput("purge deletes for good: name what to purge with --handler, --older-than, --error or --id")
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.EXISTING) as store:
         report = letters.purge(store, handler=handler, older_than_s=_age(older_than), error=error, ids=ids or None,
                                dry_run=dry_run)
     if as_json:

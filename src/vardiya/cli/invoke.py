@@ -20,7 +20,7 @@ from ..errors import InvalidInput, VardiyaError
 from ..invoke.invoker import Invoker
 from ..invoke.worker import Worker
 from ..times import parse_time
-from .context import Settings, emit_json, global_options, pass_settings
+from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 from .services import service_options, service_store, while_signalled
 
 __all__ = ["invoke", "worker"]
@@ -123,7 +123,7 @@ def call_command(settings: Settings, name: str, payload: str, key: str | None) -
     app = load_app(settings.app)
     app.get_handler(name)
     record = _json(payload, "--payload")
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.CREATE) as store:
         try:
             result = Invoker(store, app).call(name, record, key=key)
         except VardiyaError:
@@ -143,7 +143,7 @@ def _store_records(
     app.get_handler(name)
     records = _payloads(payload, payloads)
     keys = [key] * len(records) if key else None
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.CREATE) as store:
         invoker = Invoker(store, app)
         if stream:
             return invoker.append_many(name, records, keys=keys)
@@ -195,7 +195,7 @@ def append_command(
 @pass_settings
 def status_command(settings: Settings, handle: int, as_json: bool) -> int:
     """Where the async call HANDLE stands: state, attempts, result or error, history."""
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.EXISTING) as store:
         status = Invoker(store, {}).status(handle)
     document = {
         "id": status.id,
@@ -237,7 +237,7 @@ def metrics_command(settings: Settings, name: str, model: str | None, since: str
     if model is None and handler.model is Model.SYNC:
         raise InvalidInput(f"handler {name!r} is sync, which leaves no metrics in the store; pass --model async or stream")
     start = parse_time(since, tz="UTC", what="--since") if since else None
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.EXISTING) as store:
         figures = store_metrics(store, handler.with_model(model) if model else handler, since=start)
     document = figures.to_json()
     if as_json:

@@ -21,7 +21,7 @@ from ..pipeline import RunResult, TaskState, backfill, build_graph, rerun, resum
 from ..pipeline.grid import grid_svg, write_grid
 from ..pipeline.io import UndeclaredReadWarning
 from ..slots.chart import check_chart_path
-from .context import Settings, emit_json, global_options, pass_settings
+from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 from .pipeline import _json_option, _load_pipeline, _pipe_argument, pipeline
 
 __all__ = ["backfill_command", "rerun_command", "resume_command", "run_command", "status_command"]
@@ -98,7 +98,7 @@ def run_command(
 ) -> int:
     """Run the tasks of PIPE that are not done, in topological order."""
     definition = _load_pipeline(spec)
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.CREATE) as store:
         result = _run_quietly(lambda: run_pipeline(
             store, definition, root=root, partitions=partitions, tasks=tasks or None, concurrency=concurrency,
             fail_fast=fail_fast, strict=strict, inject_failure=inject, plan_upstream=not refuse_upstream,
@@ -114,7 +114,7 @@ def run_command(
 def resume_command(settings: Settings, spec: str, as_json: bool) -> int:
     """Run the failed, blocked and never-run tasks of PIPE's last run (with its selection and root)."""
     definition = _load_pipeline(spec)
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.CREATE) as store:
         result = _run_quietly(lambda: resume(store, definition))
     return _report(settings, result, as_json)
 
@@ -133,7 +133,7 @@ def rerun_command(
 ) -> int:
     """Invalidate task T and every task downstream of it, and run exactly that set."""
     definition = _load_pipeline(spec)
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.CREATE) as store:
         result = _run_quietly(lambda: rerun(store, definition, task, root=root, concurrency=concurrency, strict=strict))
     return _report(settings, result, as_json)
 
@@ -153,7 +153,7 @@ def backfill_command(
 ) -> int:
     """Run the tasks of partitions FROM..TO that are not done, at most K at once."""
     definition = _load_pipeline(spec)
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.CREATE) as store:
         result = _run_quietly(lambda: backfill(
             store, definition, first, last, root=root, max_concurrent=max_concurrent, strict=strict
         ))
@@ -171,7 +171,7 @@ def status_command(settings: Settings, spec: str, plot: str | None, as_json: boo
     if plot is not None:
         check_chart_path(plot)
     definition = _load_pipeline(spec)
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.EXISTING) as store:
         current = status(store, definition)
     written = None
     if plot is not None:

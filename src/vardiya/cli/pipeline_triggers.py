@@ -9,7 +9,7 @@ from rich.table import Table
 from ..app import load_app
 from ..pipeline.graph import build_graph
 from ..pipeline.triggers_report import triggers_report
-from .context import Settings, emit_json, global_options, pass_settings
+from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 from .pipeline import _load_pipeline, pipeline
 
 __all__ = ["triggers_command"]
@@ -29,7 +29,7 @@ def triggers_command(settings: Settings, spec: str, as_json: bool) -> int:
         graph = build_graph(_load_pipeline(spec))
     else:
         graph = load_app(settings.app).get_pipeline(spec).graph
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.EXISTING) as store:
         report = triggers_report(store, graph)
     if as_json:
         emit_json(report.to_json())

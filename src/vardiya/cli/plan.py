@@ -23,7 +23,7 @@ from ..plan.report import print_comparison, print_dedup, print_row, print_sweep
 from ..plan.sweep import sweep, write_sweep_chart
 from ..plan.workload import Workload, from_store, load_workload
 from ..slots.chart import check_chart_path
-from .context import Settings, emit_json, global_options, pass_settings
+from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 
 __all__ = ["plan"]
 
@@ -59,7 +59,7 @@ def _load(settings: Settings, workload_path: str | None, history: str | None, pr
         return load_workload(workload_path), profile
     assert history is not None
     handler = load_app(settings.app).get_handler(history)
-    with settings.open_store(migrate=False) as store:
+    with settings.open_store(StoreUse.EXISTING) as store:
         return from_store(store, handler), profile
 
 

@@ -23,7 +23,7 @@ from ..service.logs import LogFormat, configure_logging
 from ..service.metrics import ServiceMetrics, serve_metrics
 from ..service.scheduler import Scheduler, check_schedulable
 from ..service.status import status_report
-from .context import Settings, emit_json, global_options, pass_settings
+from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 
 __all__ = ["metrics_for", "scheduler", "service_options", "service_store", "status", "while_signalled"]
 
@@ -61,7 +61,7 @@ def service_store(settings: Settings, log_format: str, metrics_port: int | None)
     opened, so a bad port writes nothing), then the store, whose figures the endpoint then reports."""
     configure_logging(log_format)
     metrics = metrics_for(metrics_port)
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.SERVICE) as store:
         if metrics is not None:
             metrics.watch(store)
         yield store, metrics
@@ -131,7 +131,7 @@ def status(settings: Settings, late_after: float, as_json: bool) -> int:
     if late_after < 0:
         raise InvalidInput(f"--late-after must be 0 or more seconds, got {late_after}")
     app = load_app(settings.app) if settings.app else None
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.EXISTING) as store:
         document = status_report(store, app, late_after=timedelta(seconds=late_after))
     if as_json:
         emit_json(document)

@@ -28,7 +28,7 @@ from ..slots.index import SlotIndexReport, add_slot_index
 from ..slots.report import LedgerReport, ledger_report
 from ..slots.scheme import Assign, Layout, SlotScheme, SlotWindow, parse_scheme
 from ..times import parse_duration, parse_time
-from .context import Settings, emit_json, global_options, pass_settings
+from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 
 __all__ = ["slots"]
 
@@ -418,7 +418,7 @@ def report_command(settings: Settings, job_name: str, period_key: str, plot: str
         check_chart_path(plot)
     job = load_app(settings.app).get_slot_job(job_name)
     job.scheme.period_for_key(period_key)  # a bad key fails before the store is opened
-    with settings.open_store(migrate=False) as store:
+    with settings.open_store(StoreUse.EXISTING) as store:
         report = ledger_report(store, job, period_key)
     written = write_chart(plot, report) if plot is not None else None
     if as_json:

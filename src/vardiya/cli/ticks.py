@@ -13,7 +13,7 @@ from ..clock import VirtualClock
 from ..errors import InvalidInput
 from ..slots.runner import Cut, ReplayReport, TickReport, planned_ticks, replay, run_tick
 from ..times import parse_time
-from .context import Settings, emit_json, global_options, pass_settings
+from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 
 __all__ = ["replay_command", "tick"]
 
@@ -61,7 +61,7 @@ def tick(settings: Settings, job_name: str, at: str, outside_window: bool, as_js
     """
     job = load_app(settings.app).get_slot_job(job_name)
     planned = parse_time(at, tz=job.scheme.tz, what="--at")
-    with settings.open_store() as store:
+    with settings.open_store(StoreUse.CREATE) as store:
         report = run_tick(store, job, planned, within_window=not outside_window)
     if as_json:
         emit_json(report.to_json())
@@ -91,7 +91,7 @@ def replay_command(settings: Settings, job_name: str, start: str, end: str, as_j
     if last <= first:
         raise InvalidInput(f"--to {end} is not after --from {start}; give a range that moves forward")
     clock = VirtualClock(first)
-    with settings.open_store(clock=clock) as store:
+    with settings.open_store(StoreUse.CREATE, clock=clock) as store:
         if as_json:
             report = replay(store, job, first, last, clock=clock)
         else:

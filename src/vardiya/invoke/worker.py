@@ -4,7 +4,9 @@ A worker is ``concurrency`` threads, each claiming up to ``prefetch`` items at a
 one heartbeat thread that keeps those leases alive. What it guarantees:
 
 - A worker killed with SIGKILL loses nothing: its heartbeats stop, its leases run out, another worker
-  reclaims the items, and the crash counts as an attempt (an item that crashes every worker ends dead).
+  reclaims the items, and the crash counts as an attempt of the items whose handler had started (an
+  item that crashes every worker ends dead). Items it had only prefetched go back uncharged: each
+  thread marks its items started as it reaches them, a chunk at a time (``pacing.StartPacer``).
 - ``stop()`` (SIGTERM in ``vardiya worker``) drains: no new claims, the item in hand is finished, the
   claimed items not yet started are released unattempted, and ``run`` returns.
 - Retries belong to the engine: a failed attempt is retried after the handler's wait while attempts
@@ -44,6 +46,7 @@ from .execute import AttemptOutcome, BatchRecord, CallContext, call_single, end_
 from .gate import StoreGate, storable
 from .handlers import CALL_PREFIX, Handler, Model
 from .invoker import handlers_of
+from .pacing import StartPacer
 from .wake import Waker, waker_for
 
 if TYPE_CHECKING:
@@ -188,6 +191,7 @@ class Worker:
 
     def _loop(self, until_idle: bool) -> None:
         waker = waker_for(self.store, self.poll_min, self.poll_max)
+        pacer = StartPacer()  # per thread: its chunks follow the handlers it runs
         try:
             while not self._stop.is_set():
                 if self.services is not None:
@@ -199,12 +203,14 @@ class Worker:
                 if self.streams:
                     self._cut(flush=False)
                 items = (
-                    self.store.items.claim(self.prefetch, owner=self.owner, lease=self.lease, kinds=self.kinds)
+                    self.store.items.claim(
+                        self.prefetch, owner=self.owner, lease=self.lease, kinds=self.kinds, start=pacer.size
+                    )
                     if self.kinds else []
                 )
                 if items:
                     waker.reset()
-                    self._work(items)
+                    self._work(items, pacer)
                     continue
                 if self.streams and self._cut(flush=until_idle):
                     continue
@@ -349,18 +355,28 @@ class Worker:
 
     # -- items --------------------------------------------------------------------------------------
 
-    def _work(self, items: list[WorkItem]) -> None:
+    def _work(self, items: list[WorkItem], pacer: StartPacer) -> None:
+        """Run claimed items in order; the claim marked the first ``pacer.size`` started, and the rest
+        are marked a chunk at a time just before the first of each runs."""
         with self._held_lock:
             self._held.update(item.id for item in items)
         successes: list[Success] = []
         tally = [0, 0, 0]  # items, calls, records: added to the report once per claim, not per item
         contexts: dict[str, CallContext] = {}  # the fast path's contexts, one per handler for the claim
         stop = self._stop
+        monotonic = self.clock.monotonic
+        chunk_from, marked, marked_at = 0, pacer.size, monotonic()
+        index = 0
         try:
             for index, item in enumerate(items):
                 if stop.is_set():
                     self._release(items[index:])
                     break
+                if index >= marked:
+                    now = monotonic()
+                    size = pacer.ran(index - chunk_from, now - marked_at)
+                    chunk_from, marked, marked_at = index, index + size, now
+                    self.store.items.start([later.id for later in items[index:marked]], owner=self.owner)
                 handler = self._by_kind[item.kind]
                 if item.kind.startswith(CALL_PREFIX):
                     self._call(handler, item, successes, tally, contexts)
@@ -368,6 +384,9 @@ class Worker:
                     self._batch(handler, item, successes, tally)
                 if len(successes) >= 100:
                     self._complete(successes)
+            else:
+                index = len(items)
+            pacer.ran(index - chunk_from, monotonic() - marked_at)
         finally:
             if tally[0]:
                 with self._report_lock:

@@ -1,9 +1,11 @@
 """The store: one database, three primitives (work items, ledger, dedup keys) and the clock they use.
 
 ``open_store`` is the way in. It validates the URL, opens the database, and checks the schema version
-before anything is written: a SQLite file is created and migrated on first use; a PostgreSQL database
-is migrated by ``vardiya db upgrade`` (so many machines never race to migrate); a store migrated by a
-newer vardiya is refused untouched.
+before anything is written: a SQLite file is created and migrated on first use (``create=False``
+refuses a store that does not exist yet, creating nothing: what read commands use); a PostgreSQL
+database is migrated by ``vardiya db upgrade`` (so many machines never race to migrate); a store
+migrated by a newer vardiya is refused untouched. Creating and upgrading hold the store's migration
+lock (``migrate.upgrade``), so processes opening one store at once take turns.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from ..clock import Clock, SystemClock
-from ..errors import SchemaOutdated, SchemaTooNew
+from ..errors import SchemaOutdated, SchemaTooNew, StoreNotFound
 from .dedup import DedupKeys
 from .engine import READ_ONLY, create_store_engine, driver_errors
 from .items import WorkItems
@@ -41,6 +43,8 @@ class Store:
         self.ledger = Ledger(self)
         self.dedup = DedupKeys(self)
         self.schedules = Schedules(self)
+        #: Whether ``open_store`` created this store (it had no vardiya schema): a service logs it.
+        self.created = False
 
     @property
     def backend(self) -> Backend:
@@ -110,40 +114,63 @@ def _refuse_outdated(target: StoreURL, version: SchemaVersion) -> NoReturn:
     )
 
 
-def open_store(url: str | None = None, *, clock: Clock | None = None, migrate: bool | None = None) -> Store:
+def _refuse_missing(target: StoreURL) -> NoReturn:
+    where = target.path if target.path is not None else target.display
+    raise StoreNotFound(
+        f"no vardiya store at {where}; create it with `vardiya --db {target.display} db upgrade`"
+    )
+
+
+def open_store(
+    url: str | None = None, *, clock: Clock | None = None, migrate: bool | None = None, create: bool = True
+) -> Store:
     """Open the store at ``url`` (else ``VARDIYA_DB``, else ``sqlite:///vardiya.db``).
 
     ``migrate`` applies missing migrations; by default it does so for SQLite and not for PostgreSQL,
-    where ``vardiya db upgrade`` is a deliberate deployment step.
+    where ``vardiya db upgrade`` is a deliberate deployment step. ``create=False`` refuses a store that
+    does not exist yet (no such SQLite file, or a database without vardiya's schema) with
+    ``StoreNotFound``, creating nothing.
     """
     target, engine = _open_engine(url)
     should_migrate = migrate if migrate is not None else target.backend is Backend.SQLITE
+    created = False
     try:
-        if not should_migrate and target.path is not None and not target.path.exists():
+        if target.path is not None and not target.path.exists():
             # Connecting would create the SQLite file: refuse before anything is written.
-            _refuse_outdated(target, SchemaVersion(current=None, head=head_revision(), state=SchemaState.EMPTY))
+            if not create:
+                _refuse_missing(target)
+            if not should_migrate:
+                _refuse_outdated(target, SchemaVersion(current=None, head=head_revision(), state=SchemaState.EMPTY))
         with driver_errors(target), engine.connect() as connection:
             version = read_version(connection.execution_options(**{READ_ONLY: True}))
             _check_version(target, version)
+            if version.state is SchemaState.EMPTY and not create:
+                _refuse_missing(target)
             if version.state is not SchemaState.CURRENT:
                 if not should_migrate:
                     _refuse_outdated(target, version)
-                upgrade(connection)
+                found = upgrade(connection)  # under the migration lock: found is what it really was
+                _check_version(target, found)
+                created = found.state is SchemaState.EMPTY
     except BaseException:
         engine.dispose()
         raise
-    return Store(target, engine, clock or SystemClock())
+    store = Store(target, engine, clock or SystemClock())
+    store.created = created
+    return store
 
 
 def upgrade_store(url: str | None = None) -> tuple[SchemaVersion, SchemaVersion]:
-    """Bring the store to this vardiya's head; returns the versions before and after."""
+    """Bring the store to this vardiya's head; returns the versions before and after.
+
+    Safe to run from many processes at once: they take turns under the migration lock, and "before"
+    is what each found holding it.
+    """
     target, engine = _open_engine(url)
     try:
         with driver_errors(target), engine.connect() as connection:
-            before = read_version(connection)
+            before = upgrade(connection)
             _check_version(target, before)
-            if before.state is not SchemaState.CURRENT:
-                upgrade(connection)
             after = read_version(connection)
     finally:
         engine.dispose()

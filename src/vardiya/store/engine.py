@@ -14,6 +14,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -150,7 +151,7 @@ def sqlite_engine(target: StoreURL, *, store: bool) -> Engine:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             if store:
-                cursor.execute("PRAGMA journal_mode = WAL")
+                _enter_wal(cursor)
                 cursor.execute("PRAGMA synchronous = NORMAL")
                 cursor.execute("PRAGMA foreign_keys = ON")
         finally:
@@ -165,6 +166,30 @@ def sqlite_engine(target: StoreURL, *, store: bool) -> Engine:
             connection.exec_driver_sql("BEGIN")
 
     return engine
+
+
+#: How often, and how long apart, a connection retries switching a store to WAL while another holds it.
+_WAL_TRIES, _WAL_PAUSE_S = 600, 0.05
+
+
+def _enter_wal(cursor: sqlite3.Cursor) -> None:
+    """Put the store in WAL mode (a property of the file, kept once set), waiting for other connections.
+
+    Switching needs the file to itself, and SQLite answers "database is locked" at once instead of
+    waiting as the busy timeout makes other statements wait: processes opening a new (or a pre-WAL)
+    store together failed here. So it is retried, for up to the busy timeout, and skipped when the
+    file is in WAL mode already (every store after its first open).
+    """
+    if cursor.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+        return
+    for attempt in range(_WAL_TRIES):
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or attempt == _WAL_TRIES - 1:
+                raise
+            time.sleep(_WAL_PAUSE_S)
 
 
 class DriverConnection:

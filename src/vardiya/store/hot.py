@@ -43,7 +43,7 @@ from .url import Backend
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
-__all__ = ["HotSQL", "Statements", "complete_counting", "complete_returning", "hot_sql"]
+__all__ = ["HotSQL", "Statements", "complete_counting", "complete_returning", "hot_sql", "run_statements"]
 
 # records.CLAIM_ROW_FIELDS, read before the claim's UPDATE (so the attempt it counts is added here). The
 # sqlite3 module hands over a column value at 500-1,000 instructions (it releases the GIL around each),
@@ -70,27 +70,40 @@ SELECT {_SQLITE_CLAIMED_COLUMNS} FROM work_items INDEXED BY ix_work_items_ready
  ORDER BY run_after, id LIMIT ?
 """
 
+# ``started``: the first items of the claim are marked started by the claim itself (see
+# ``WorkItems.claim``), the rest not; a claim of more items than that runs this statement twice.
 _SQLITE_TAKE = """
 UPDATE work_items
-   SET state = 'running', lease_owner = ?, lease_until = ?, claimed_at = ?, attempts = attempts + 1,
-       updated_at = ?
+   SET state = 'running', started = ?, lease_owner = ?, lease_until = ?, claimed_at = ?,
+       attempts = attempts + 1, updated_at = ?
  WHERE id IN ({marks})
 """
 
+# Mark held items started (``WorkItems.start``): a worker reaching its prefetched items.
+_SQLITE_START = """
+UPDATE work_items SET started = 1 WHERE id IN ({marks}) AND state = 'running' AND lease_owner = ?
+"""
+_POSTGRES_START = """
+UPDATE work_items SET started = true WHERE id = ANY(%s) AND state = 'running' AND lease_owner = %s
+"""
+
 # records.CLAIM_ROW_FIELDS (attempts as the UPDATE left it); the payload comes back as text, decoded
-# when the WorkItem's payload is first read.
+# when the WorkItem's payload is first read. The first items in claim order are marked started (a
+# window function cannot sit in the locking SELECT, hence the second step).
 _POSTGRES_CLAIM = """
 WITH picked AS (
-    SELECT id FROM work_items
+    SELECT id, run_after FROM work_items
      WHERE state IN ('pending', 'failed') AND run_after <= %s{kinds}
      ORDER BY run_after, id LIMIT %s
        FOR UPDATE SKIP LOCKED
+), ranked AS (
+    SELECT id, row_number() OVER (ORDER BY run_after, id) AS n FROM picked
 )
 UPDATE work_items AS w
-   SET state = 'running', lease_owner = %s, lease_until = %s, claimed_at = %s, attempts = w.attempts + 1,
-       updated_at = %s
-  FROM picked
- WHERE w.id = picked.id
+   SET state = 'running', started = ranked.n <= %s, lease_owner = %s, lease_until = %s, claimed_at = %s,
+       attempts = w.attempts + 1, updated_at = %s
+  FROM ranked
+ WHERE w.id = ranked.id
 RETURNING w.id, w.kind, w.key, w.payload::text, w.attempts, w.max_attempts, w.run_after, w.created_at,
           w.last_error
 """
@@ -198,6 +211,11 @@ def _sqlite_take(size: int) -> str:
     return _SQLITE_TAKE.format(marks=_marks(size))
 
 
+@lru_cache(maxsize=64)
+def _sqlite_start(size: int) -> str:
+    return _SQLITE_START.format(marks=_marks(size))
+
+
 @lru_cache(maxsize=256)
 def _sqlite_complete(size: int, returning: bool) -> str:
     return _SQLITE_COMPLETE.format(marks=_marks(size), returning="\nRETURNING id" if returning else "")
@@ -300,12 +318,19 @@ class HotSQL:
         return self._item_time(moment)
 
     def claim(
-        self, n: int, kinds: Sequence[str] | None, owner: str, now: datetime, until: datetime
+        self, n: int, kinds: Sequence[str] | None, owner: str, now: datetime, until: datetime, start: int
     ) -> tuple[str, tuple[Any, ...]]:
-        """The PostgreSQL claim statement and its parameters (SQLite claims with ``sqlite_claim``)."""
+        """The PostgreSQL claim statement and its parameters (SQLite claims with ``sqlite_claim``);
+        the first ``start`` items in claim order are marked started."""
         t_now, t_until = self._item_time(now), self._item_time(until)
         ready = (t_now, list(kinds), n) if kinds else (t_now, n)
-        return (self._claim_kinds if kinds else self._claim_any), (*ready, owner, t_until, t_now, t_now)
+        return (self._claim_kinds if kinds else self._claim_any), (*ready, start, owner, t_until, t_now, t_now)
+
+    def start_statements(self, ids: Sequence[int], owner: str) -> Statements:
+        """The statements that mark the held ``ids`` started."""
+        if self.backend is Backend.POSTGRESQL:
+            return [(_POSTGRES_START, (sorted(ids), owner))]  # ascending: see _POSTGRES_COMPLETE
+        return [(_sqlite_start(len(chunk)), (*chunk, owner)) for chunk in _id_chunks(ids)]
 
     def claimed(self, rows: Sequence[Any], owner: str, now: datetime, until: datetime) -> list[WorkItem]:
         """WorkItems from the PostgreSQL claim's rows, oldest ``run_after`` first.
@@ -323,11 +348,13 @@ class HotSQL:
         now: datetime,
         until: datetime,
         usual_kind: str | None = None,
+        start: int | None = None,
     ) -> list[WorkItem]:
         """Claim on the driver connection (or a cursor of it), inside its open ``BEGIN IMMEDIATE`` transaction.
 
         ``usual_kind``: the kind most of the items are expected to have (any guess is correct; a good
         one is cheaper): the only one of ``kinds``, else the kind of the caller's last claim.
+        ``start``: how many of the first items are marked started (None: all).
         """
         t_now = _sqlite_item_time(now)
         if kinds and len(kinds) == 1:
@@ -337,8 +364,12 @@ class HotSQL:
         if not rows:
             return []
         claimed = (owner, _sqlite_item_time(until), t_now, t_now)
-        for chunk in _id_chunks(list(map(_first, rows))):
-            connection.execute(_sqlite_take(len(chunk)), (*claimed, *chunk))
+        ids = list(map(_first, rows))
+        begun = len(ids) if start is None else start
+        for flag, part in ((1, ids[:begun]), (0, ids[begun:])):
+            if part:
+                for chunk in _id_chunks(part):
+                    connection.execute(_sqlite_take(len(chunk)), (flag, *claimed, *chunk))
         return claimed_items(rows, claim_tail(owner, until, now, usual_kind))
 
     def enqueue(
@@ -481,6 +512,12 @@ def _run_after_and_id(row: Sequence[Any]) -> tuple[Any, int]:
 
 #: Statements with their parameters, as ``HotSQL`` builds them for the driver.
 Statements = Sequence[tuple[str, tuple[Any, ...]]]
+
+
+def run_statements(cursor: sqlite3.Cursor, statements: Statements) -> None:
+    """Run ``statements`` (driver SQL) on ``cursor``."""
+    for statement, parameters in statements:
+        cursor.execute(statement, parameters)
 
 
 def complete_counting(

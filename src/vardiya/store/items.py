@@ -3,12 +3,16 @@
 The contract (tested on SQLite and PostgreSQL by ``tests/contract``):
 
 - ``enqueue`` is idempotent per (kind, key): the same key again returns the existing item, unchanged.
-- ``claim`` hands each ready item to one owner at a time. Claiming counts the attempt, so a worker that
-  dies holding an item has spent one: an item that kills its worker every time ends ``dead``.
+- ``claim`` hands each ready item to one owner at a time. Claiming counts the attempt, and the item is
+  marked started (``start=k`` marks only the first k; ``start`` marks more as a worker reaches them),
+  so a worker that dies while an item's handler runs has spent one: an item that kills its worker
+  every time ends ``dead``. An item it had only prefetched (never started) is not charged.
 - ``complete``, ``fail`` and ``heartbeat`` act only on items the owner still holds (state ``running``,
   same ``lease_owner``); the ids it no longer holds come back as "lost" and nothing is written for them.
-- A lease that runs out is reaped: the attempt is recorded as ``lease_expired`` and the item becomes
-  claimable again, or ``dead`` when no attempt is left. Claims reap before they select.
+- A lease that runs out is reaped: a started item's attempt is recorded as ``lease_expired`` and the
+  item becomes claimable again, or ``dead`` when no attempt is left; an item never started goes back
+  to ready as if never claimed (its attempt not counted, no history row). Claims reap before they
+  select.
 - Every attempt that ends leaves a row in the item's history; dead items keep payload and history.
 """
 
@@ -22,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ..clock import ensure_aware, to_seconds
+from ..clock import ensure_aware
 from ..errors import InvalidInput, LeaseLost
 from .engine import DriverConnection
-from .hot import EnqueueRow, Statements, complete_counting, complete_returning, hot_sql
+from .hot import EnqueueRow, Statements, complete_counting, complete_returning, hot_sql, run_statements
+from .item_checks import check_max_attempts, check_payload, checked_payloads, lease_seconds
 from .item_reads import ItemReads, by_key as _by_key, item_from_row
 from .records import AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
@@ -52,37 +57,18 @@ def _lease_expired_error(owner: str | None) -> str | None:
     return None if owner is None else f"lease expired: worker {owner} stopped before finishing"
 
 
-def _check_payload(kind: str, key: str, payload: Any) -> str:
-    """The payload's JSON text (what the store keeps); a payload that has none is bad input."""
-    try:
-        return dumps_json(payload)
-    except (TypeError, ValueError) as error:
-        raise InvalidInput(
-            f"payload of {kind} item {key!r} does not serialise to JSON ({error}); "
-            "pass dicts, lists, strings, numbers, booleans or None"
-        ) from None
-
-
-def _checked(kind: str, items: Iterable[tuple[str, Any]]) -> list[tuple[str, str]]:
-    """(key, payload JSON text) of every item, each key once: a key given twice keeps its first
-    payload, as two separate enqueues would."""
-    texts: dict[str, str] = {}
-    for key, payload in items:
-        if key not in texts:
-            texts[key] = _check_payload(kind, key, payload)
-    return list(texts.items())
-
-
-def _check_max_attempts(max_attempts: int) -> None:
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-        raise InvalidInput(f"max_attempts must be a whole number of at least 1, got {max_attempts!r}")
-
-
-def _lease_seconds(lease: float | timedelta) -> float:
-    seconds = to_seconds(lease)
-    if seconds <= 0:
-        raise InvalidInput(f"a lease must be longer than 0 s, got {seconds} s")
-    return seconds
+def _unattempted(now: datetime) -> dict[str, Any]:
+    """The values that give a claimed item back as if it had never been claimed (its attempt uncounted):
+    a draining worker's release, and the reap of an item whose handler never started."""
+    return {
+        "state": ItemState.PENDING,
+        "attempts": work_items.c.attempts - 1,
+        "started": False,
+        "lease_owner": None,
+        "lease_until": None,
+        "claimed_at": None,
+        "updated_at": now,
+    }
 
 
 def _append_history(connection: sa.Connection, ended: Sequence[tuple[Any, datetime, AttemptOutcome, str | None]]) -> None:
@@ -131,8 +117,8 @@ class WorkItems(ItemReads):
         Without a key the item gets a random one, so enqueueing twice makes two items.
         """
         key = key if key is not None else uuid.uuid4().hex
-        text = _check_payload(kind, key, payload)
-        _check_max_attempts(max_attempts)
+        text = check_payload(kind, key, payload)
+        check_max_attempts(max_attempts)
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
         with self._store.transaction() as connection:
@@ -178,10 +164,10 @@ class WorkItems(ItemReads):
         quarter slower afterwards (measured, not explained). ``wake``: on PostgreSQL, NOTIFY idle
         workers in each chunk's own transaction.
         """
-        _check_max_attempts(max_attempts)
+        check_max_attempts(max_attempts)
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
-        pairs = _checked(kind, items)
+        pairs = checked_payloads(kind, items)
         ids: dict[str, int] = {}
         for start in range(0, len(pairs), chunk_size):
             with self._store.transaction() as connection:
@@ -201,9 +187,9 @@ class WorkItems(ItemReads):
         rows: dict[tuple[str, str], EnqueueRow] = {}
         for kind, key, payload, max_attempts, run_after in items:
             if (kind, key) not in rows:
-                _check_max_attempts(max_attempts)
+                check_max_attempts(max_attempts)
                 after = ensure_aware(run_after, "run_after")
-                rows[(kind, key)] = (kind, key, _check_payload(kind, key, payload), max_attempts, after)
+                rows[(kind, key)] = (kind, key, check_payload(kind, key, payload), max_attempts, after)
         return self._hot.enqueue(connection, list(rows.values()), now)
 
     # -- claim, heartbeat ---------------------------------------------------------------------------
@@ -215,12 +201,20 @@ class WorkItems(ItemReads):
         owner: str,
         lease: float | timedelta,
         kinds: Sequence[str] | None = None,
+        start: int | None = None,
     ) -> list[WorkItem]:
-        """Take up to ``n`` ready items for ``owner``, leased for ``lease``; oldest ``run_after`` first."""
+        """Take up to ``n`` ready items for ``owner``, leased for ``lease``; oldest ``run_after`` first.
+
+        ``start``: how many of them, in the order returned, are marked started by the claim (default
+        all: a caller runs what it claims). A worker that prefetches marks the first few and the rest
+        with ``start`` as it reaches them, so that its crash charges only what was running.
+        """
         if n <= 0:
             return []
+        if start is not None and (isinstance(start, bool) or not isinstance(start, int) or start < 0):
+            raise InvalidInput(f"start must be a whole number of at least 0, got {start!r}")
         now = self._store.clock.now()
-        until = now + timedelta(seconds=_lease_seconds(lease))
+        until = now + timedelta(seconds=lease_seconds(lease))
         reap = self._next_reap_at is None or now >= self._next_reap_at
         if self._driver is not None:
             # The reap runs through SQLAlchemy, in its own transaction just before the claim's.
@@ -228,17 +222,31 @@ class WorkItems(ItemReads):
                 with self._store.transaction() as connection:
                     self._reap(connection, now)
                 self._next_reap_at = now + timedelta(seconds=REAP_INTERVAL_S)
-            items = self._driver.run(self._hot.sqlite_claim, n, kinds, owner, now, until, self._usual_kind)
+            items = self._driver.run(self._hot.sqlite_claim, n, kinds, owner, now, until, self._usual_kind, start)
             if items:
                 self._usual_kind = items[-1].kind  # the next claim's guess (see HotSQL.sqlite_claim)
             return items
-        statement, parameters = self._hot.claim(n, kinds, owner, now, until)
+        statement, parameters = self._hot.claim(n, kinds, owner, now, until, n if start is None else start)
         with self._store.transaction() as connection:
             if reap:
                 self._reap(connection, now)
                 self._next_reap_at = now + timedelta(seconds=REAP_INTERVAL_S)
             rows = connection.exec_driver_sql(statement, parameters).fetchall()
         return self._hot.claimed(rows, owner, now, until)
+
+    def start(self, ids: Sequence[int], *, owner: str) -> None:
+        """Mark held items started: their handler is about to run, so a crash from now on is charged
+        to them as an attempt. One statement for all of them (a worker marks its prefetched items a
+        chunk at a time, ``invoke.pacing``); ids ``owner`` no longer holds are left alone."""
+        if not ids:
+            return
+        statements = self._hot.start_statements(ids, owner)
+        if self._driver is not None:
+            self._driver.run(run_statements, statements)
+            return
+        with self._store.transaction() as connection:
+            for statement, parameters in statements:
+                connection.exec_driver_sql(statement, parameters)
 
     def heartbeat(self, ids: Sequence[int], *, owner: str, lease: float | timedelta) -> set[int]:
         """Extend the leases ``owner`` holds on ``ids``; returns the ids it did not extend.
@@ -249,7 +257,7 @@ class WorkItems(ItemReads):
         locked rows too). An item skipped is either ended a moment later or extended by the next beat.
         """
         now = self._store.clock.now()
-        until = now + timedelta(seconds=_lease_seconds(lease))
+        until = now + timedelta(seconds=lease_seconds(lease))
         held = self._held(ids, owner)
         if self._store.backend is Backend.POSTGRESQL:
             c = work_items.c
@@ -420,15 +428,7 @@ class WorkItems(ItemReads):
             held = connection.execute(
                 sa.update(work_items)
                 .where(self._held(ids, owner))
-                .values(
-                    state=ItemState.PENDING,
-                    attempts=c.attempts - 1,
-                    lease_owner=None,
-                    lease_until=None,
-                    claimed_at=None,
-                    run_after=now,
-                    updated_at=now,
-                )
+                .values(**_unattempted(now), run_after=now)
                 .returning(c.id)
             ).scalars()
             return set(ids) - set(held)
@@ -442,8 +442,10 @@ class WorkItems(ItemReads):
             return self._reap(connection, now)
 
     def _reap(self, connection: sa.Connection, now: datetime) -> int:
+        """Items whose lease ran out: a started one is charged the attempt (history, then retry or
+        dead), one never started goes back to ready uncharged, in its old place (its ``run_after``)."""
         c = work_items.c
-        expired = sa.select(c.id, c.attempts, c.lease_owner, c.claimed_at, c.lease_until).where(
+        expired = sa.select(c.id, c.attempts, c.lease_owner, c.claimed_at, c.lease_until, c.started).where(
             c.state == ItemState.RUNNING, c.lease_until < now
         )
         if self._store.backend is Backend.POSTGRESQL:
@@ -451,6 +453,12 @@ class WorkItems(ItemReads):
         rows = connection.execute(expired).all()
         if not rows:
             return 0
+        unstarted = [row.id for row in rows if not row.started]
+        if unstarted:
+            connection.execute(sa.update(work_items).where(c.id.in_(unstarted)).values(**_unattempted(now)))
+        rows = [row for row in rows if row.started]
+        if not rows:
+            return len(unstarted)
         _append_history(
             connection,
             [(row, row.lease_until, AttemptOutcome.LEASE_EXPIRED, _lease_expired_error(row.lease_owner)) for row in rows],
@@ -471,7 +479,7 @@ class WorkItems(ItemReads):
                 updated_at=now,
             )
         )
-        return len(ids)
+        return len(ids) + len(unstarted)
 
     # -- dead items ---------------------------------------------------------------------------------
 
@@ -484,7 +492,7 @@ class WorkItems(ItemReads):
         ``k * spacing_s`` seconds from now.
         """
         if max_attempts is not None:
-            _check_max_attempts(max_attempts)
+            check_max_attempts(max_attempts)
         if isinstance(spacing_s, bool) or not isinstance(spacing_s, int | float) or spacing_s < 0:
             raise InvalidInput(f"redrive spacing must be 0 or more seconds, got {spacing_s!r}")
         now = self._store.clock.now()

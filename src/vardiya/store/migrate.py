@@ -16,7 +16,7 @@ from alembic.util.exc import CommandError
 
 from .engine import READ_ONLY
 
-__all__ = ["SchemaState", "SchemaVersion", "head_revision", "read_version", "upgrade"]
+__all__ = ["MIGRATION_LOCK_KEY", "SchemaState", "SchemaVersion", "head_revision", "read_version", "upgrade"]
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -76,17 +76,29 @@ def read_version(connection: sa.Connection) -> SchemaVersion:
     return SchemaVersion(current=current, head=head, state=state)
 
 
-def upgrade(connection: sa.Connection) -> None:
-    """Apply every migration the store lacks, in one committed transaction.
+#: PostgreSQL advisory lock key held while a store's version is checked and its schema upgraded ("vard").
+MIGRATION_LOCK_KEY = 0x76617264
 
-    Any transaction already open on ``connection`` (from reading the version) is ended first, so that
-    Alembic's own transaction is the outermost one and its commit is real.
+
+def upgrade(connection: sa.Connection) -> SchemaVersion:
+    """Bring the store to head under the store's migration lock; returns the version found under it.
+
+    The lock is held from before the version is read until the last migration commits, all in one
+    transaction, so processes opening (or upgrading) a store at once take turns and each after the
+    first finds the work done: on SQLite the transaction is ``BEGIN IMMEDIATE`` (the write lock; a
+    second process waits for it up to the busy timeout), on PostgreSQL it takes an advisory lock first
+    (a second process waits for it). Alembic runs inside that transaction (it never commits on its
+    own). A store migrated by a newer vardiya (``TOO_NEW``) is left untouched: the caller refuses it.
+
+    Any transaction already open on ``connection`` (from reading the version) is ended first.
     """
     if connection.in_transaction():
         connection.rollback()
-    # Migrate under the write lock from the start (BEGIN IMMEDIATE on SQLite), so two processes
-    # opening a new store at once take turns instead of both creating tables.
     connection.execution_options(**{READ_ONLY: False})
-    command.upgrade(_config(connection), "head")
-    if connection.in_transaction():
-        connection.commit()
+    with connection.begin():
+        if connection.dialect.name == "postgresql":
+            connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+        found = read_version(connection)
+        if found.state in (SchemaState.EMPTY, SchemaState.OUTDATED):
+            command.upgrade(_config(connection), "head")
+    return found

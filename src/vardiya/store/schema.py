@@ -84,6 +84,11 @@ work_items = sa.Table(
     # How long the handler ran in a successful async call (migration 0006): such a call is told by its
     # item, not by a call-log row (see invocation_calls). NULL on every other item.
     sa.Column("busy_ms", sa.Float),
+    # Whether the handler of the current attempt has started (migration 0009). A claim counts the
+    # attempt, and a worker marks its prefetched items started only as it reaches them (in bulk,
+    # ``WorkItems.start``): a lease that runs out charges the attempt to a started item only; one that
+    # never started goes back to ready as if never claimed.
+    sa.Column("started", sa.Boolean, nullable=False, server_default=sa.false()),
     # (kind, key) is unique through ``work_item_keys`` (migration 0007). SQLite keeps the old unique
     # index as well: dropping it means rebuilding the table under the foreign keys of every table
     # that refers to it, and it costs SQLite's updates nothing (they only touch indexes whose columns
@@ -332,6 +337,9 @@ stream_records = sa.Table(
     sa.Column("payload", JSONDocument, nullable=False),
     sa.Column("appended_at", UTCDateTime, nullable=False),
     sa.Index("ix_stream_records_stream", "stream", "lane", "id"),
+    # The ids are offsets: never reused, even once every record has been cut (SQLite would otherwise
+    # hand out max(id) + 1 again, so two appends reported the same offset; migration 0009).
+    sqlite_autoincrement=True,
 )
 
 # One row per lane of an ordered stream: the batch in flight (the next is cut only once it has
