@@ -393,6 +393,6 @@ def planned_ticks(job: SlotJob, start: datetime, end: datetime) -> Iterator[date
     boundaries += [c.effective_from for c in job.scheme_changes if start < c.effective_from < end]
     boundaries.append(ensure_aware(end, "end"))
     for low, high in zip(boundaries, boundaries[1:]):
-        in_force = job.scheme_at(low)
-        for tick in in_force.planned_times(low, high, job.offsets):
+        in_force = job.runs_at(low)  # each scheme with its own run times
+        for tick in in_force.scheme.planned_times(low, high, in_force.offsets):
             yield tick.planned_time
