@@ -267,6 +267,44 @@ class SlotJob:
         """Every scheme the job has used or will use, oldest first."""
         return (self.scheme, *(change.scheme for change in self.scheme_changes))
 
+    @property
+    def backlog_reach(self) -> int:
+        """How many periods before its own a tick's backlog takes records from (-1: none at all).
+
+        The one rule behind both the backlog (``runner``) and "closed for good" (``closes_at``): with
+        ``backfill_limit=0`` a tick takes nothing but its own slot; otherwise earlier slots of its own
+        period and of ``catch_up`` earlier periods.
+        """
+        return self.catch_up if self.backfill_limit > 0 else -1
+
+    def backlog_periods(self, period: Period, history_from: datetime | None) -> list[Period]:
+        """The earlier periods a tick of ``period`` takes backlog from, oldest first.
+
+        Only from ``history_from`` on (the job's ``start``, else the first period the ledger has for
+        it), so a new job does not "recover" periods from before it existed.
+        """
+        scheme = self.scheme_for(period)
+        earlier: list[Period] = []
+        cursor = period
+        for _ in range(max(0, self.backlog_reach)):
+            cursor = scheme.period_after(cursor, -1)
+            if history_from is None or cursor.start < history_from:
+                break
+            earlier.append(cursor)
+        return earlier[::-1]
+
+    def closes_at(self, period: Period) -> datetime:
+        """The instant from which no tick can take records of ``period`` any more: closed for good.
+
+        It is the end of the last period whose ticks' backlog reaches ``period`` (``backlog_reach``
+        periods later; ``period`` itself when the job has no backlog). A tick planned before that
+        instant processes its slot and backlog however late it starts, and no record starts after
+        its deadline; a tick planned at or after it never touches ``period``. What is not done then
+        stays not done unless ``vardiya slots backfill`` runs it.
+        """
+        last = self.scheme_for(period).period_after(period, max(0, self.backlog_reach))
+        return last.end
+
     def deadline_at(self, position: SlotPosition, started_at: datetime) -> datetime:
         """The instant after which a tick that started at ``started_at`` starts no new record."""
         if isinstance(self.deadline, float):
