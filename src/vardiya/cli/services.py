@@ -28,6 +28,9 @@ from ..service.status import status_report
 from ..slots.closed import CLOSED_PERIODS
 from .context import Settings, emit_json, global_options, pass_settings
 
+#: Slots named per period in the text of ``status`` before it says how many there are.
+_LISTED = 4
+
 __all__ = ["metrics_for", "scheduler", "service_options", "service_store", "status", "while_signalled"]
 
 
@@ -185,7 +188,8 @@ def status(settings: Settings, late_after: float, closed_periods: int, as_json: 
         for column in ("job", "period", "not done", "slots", "closed at"):
             lost.add_column(column, justify="right" if column == "not done" else "left")
         for entry in document["not_done"]:
-            slots = ", ".join(f"{slot} ({count:,})" for slot, count in entry["slots"].items())
+            named = [f"{slot} ({count:,})" for slot, count in entry["slots"].items()]
+            slots = ", ".join(named[:_LISTED]) + (f", ... ({len(named)} slots)" if len(named) > _LISTED else "")
             lost.add_row(entry["job"], entry["period"], f"{entry['not_done']:,}", slots, entry["closes_at"])
         console.print(lost)
     if document["healthy"]:
