@@ -94,11 +94,25 @@ from vardiya import App
 
 app = App("empty")
 ''',
+    # The seed's step declared without run times of its own: :31 does not fit a 30-minute slot.
+    "scheme-change": '''
+from datetime import datetime, timedelta, timezone
+from vardiya import App, IterableSource, SchemeChange, SlotScheme
+
+app = App("bad")
+
+@app.slot_job("nightly_users", scheme=SlotScheme(slots=24), source=IterableSource(range(10)), runs_per_slot=2,
+              offsets=[timedelta(minutes=1), timedelta(minutes=31)],
+              scheme_changes=[SchemeChange(effective_from=datetime(2026, 12, 2, tzinfo=timezone.utc),
+                                           scheme=SlotScheme(slots=48))])
+def refresh(record):
+    pass
+''',
 }
 
 STATUS_KEYS = {
     "now", "store", "late_after_s", "items", "due", "late", "running", "failed", "dead", "late_items", "jobs",
-    "pipelines", "schedules", "healthy", "behind",
+    "pipelines", "schedules", "healthy", "behind", "not_done", "reasons",
 }
 FAMILY_KEYS = {"pending", "running", "succeeded", "failed", "dead", "due", "late"}
 JOB_KEYS = {
@@ -169,11 +183,16 @@ def _free_port() -> int:
         ("jobs", ["scheduler", "--poll-max", "0"], ["--poll-max must be more than 0"]),
         ("empty", ["worker", "--until-idle"], ["declares no handlers, slot jobs or pipelines", "@app.handler"]),
         ("empty", ["scheduler", "--steps", "1"], ["nothing to schedule", "slot job or a pipeline with triggers"]),
+        *(
+            ("scheme-change", command, ["'nightly_users'", "offset 31 min is outside the 30 min slot of the 48-slot scheme from 2026-12-02"])
+            for command in (["scheduler"], ["status"], ["replay", "nightly_users", "--from", "2026-12-01T00:00Z", "--to", "2026-12-03T00:00Z"])
+        ),
     ],
     ids=[
         "invalid-cron", "unknown-cron-zone", "unknown-scheme-zone", "unknown-only", "unknown-pipeline",
         "negative-late-after", "port-out-of-range", "unknown-log-format", "zero-poll-max", "worker-nothing-to-run",
-        "scheduler-nothing-to-schedule",
+        "scheduler-nothing-to-schedule", "bad-scheme-change-scheduler", "bad-scheme-change-status",
+        "bad-scheme-change-replay",
     ],
 )
 def test_bad_service_input_is_one_line_and_writes_nothing(

@@ -207,6 +207,11 @@ def test_migrate_24_to_48_nested(tmp_path: Path) -> None:
     assert document["moved_out"] == 0  # a refinement: every record stays in its hour
     assert 0 < document["moved"] < 28_742  # type: ignore[operator]
     assert document["min_gap"] == 86_400.0 and document["max_gap"] == 86_400.0 + 1800.0
+    later = run_json(
+        "slots", "migrate", "--ids", str(ids), "--from", "24", "--to", "48:nested",
+        "--effective-from", "2026-12-02T00:00Z", "--from-offset", "1m", "--to-offset", "5m", cwd=tmp_path,
+    )
+    assert (later["min_gap"], later["max_gap"]) == (86_400.0 + 240, 86_400.0 + 1800.0 + 240)
 
 
 def test_migrate_defaults_to_the_next_period_boundary(tmp_path: Path) -> None:
@@ -228,6 +233,11 @@ def test_migrate_bad_input(tmp_path: Path) -> None:
     assert_one_line_error(
         run_cli(*base, "--from", "24", "--to", "48", "--effective-from", "2026-12-02T05:00Z", cwd=tmp_path),
         "period boundary",
+    )
+    assert_one_line_error(
+        run_cli(*base, "--from", "24", "--to", "48", "--effective-from", "2026-12-02T00:00Z", "--from-offset", "31m",
+                cwd=tmp_path),
+        "the new run time 31 min is outside the 30 min slot of 48:",  # --to-offset defaults to --from-offset
     )
     mixed = tmp_path / "mixed.txt"
     mixed.write_text("1\n\nabc\n", encoding="utf-8")

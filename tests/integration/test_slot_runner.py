@@ -290,3 +290,36 @@ def test_exactly_once_per_period_for_any_zone_day_and_ids(
             assert fresh.ledger.counts(job.name, period)[LedgerStatus.DONE] == len(ids)
             for record in ids:
                 assert handler.calls[(period, record)] == 1
+
+
+def test_the_seed_step_with_its_own_run_times_runs_every_record_once_a_period_across_the_switch(store: Store) -> None:
+    """24 slots run at :01 and :31, then 48 slots run once at :01 of each half hour (slot = hour*2 + half).
+
+    Some records fail their first attempt on each day, so the :31 compensation run of day one and the
+    next slot's backlog of day two have work; still every record is processed exactly once a period.
+    """
+    # Not in the last half hour of day two: no later tick of that period could retry them.
+    failing = frozenset(i for i in IDS if i % 7 == 0 and i % 48 != 47)
+    handler = Recorder(fail_first=failing)
+    start, switch = datetime(2026, 12, 1, tzinfo=UTC), datetime(2026, 12, 2, tzinfo=UTC)
+    job = _job(
+        handler, SlotScheme(slots=24), runs_per_slot=2, offsets=(timedelta(minutes=1), timedelta(minutes=31)),
+        catch_up=0, backfill_limit=10_000, start=start,
+        scheme_changes=(SchemeChange(
+            effective_from=switch, scheme=SlotScheme(slots=48), runs_per_slot=1, offsets=[timedelta(minutes=1)],
+        ),),
+    )
+    report = replay(store, job, start, start + timedelta(days=2), clock=VirtualClock(start))
+    per_day = Counter(tick.period for tick in report.ticks)
+    assert per_day == {"2026-12-01": 48, "2026-12-02": 48}
+    second_day = [tick for tick in report.ticks if tick.period == "2026-12-02"]
+    assert [tick.slot for tick in second_day] == list(range(48))
+    assert {(tick.planned_at.minute) for tick in second_day} == {1, 31}
+    for period in ("2026-12-01", "2026-12-02"):
+        assert store.ledger.counts("job", period)[LedgerStatus.DONE] == len(IDS)
+        successes = Counter(
+            record for (key, record), count in handler.calls.items() if key == period for _ in range(count)
+        )
+        # Each record ran once, or twice when it failed its first attempt: never a second success.
+        assert all(successes[record] == (2 if record in failing else 1) for record in IDS), period
+    assert sum(tick.processed for tick in report.ticks) == 2 * len(IDS)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given, settings
@@ -129,6 +129,26 @@ def test_24_to_48_sequential_moves_nearly_everyone_out_of_their_hour() -> None:
     # from hour id % 24 of the day before to half-hour id % 48 of the switch day
     gaps = [86_400 + (i % 48) * 1800 - (i % 24) * 3600 for i in ids]
     assert (plan.min_gap, plan.max_gap) == (min(gaps), max(gaps)) == (45_000, 129_600)
+
+
+def test_gaps_follow_the_run_times_of_a_change_that_brings_its_own() -> None:
+    """The seed's step: 24 slots first run at :01 (then :31), 48 slots run at :01 of each half hour."""
+    ids = range(2_400)
+    switch = datetime(2026, 12, 2, tzinfo=UTC)
+    at_starts = migration_plan(ids, SlotScheme(slots=24), SlotScheme(slots=48), switch)
+    same = migration_plan(
+        ids, SlotScheme(slots=24), SlotScheme(slots=48), switch,
+        old_offset=timedelta(minutes=1), new_offset=timedelta(minutes=1),
+    )
+    assert (same.min_gap, same.max_gap) == (at_starts.min_gap, at_starts.max_gap)
+    later = migration_plan(
+        ids, SlotScheme(slots=24), SlotScheme(slots=48), switch,
+        old_offset=timedelta(minutes=1), new_offset=timedelta(minutes=20),
+    )
+    assert (later.min_gap, later.max_gap) == (at_starts.min_gap + 19 * 60, at_starts.max_gap + 19 * 60)
+    assert later.moved == at_starts.moved  # which window a record is in does not depend on run times
+    with pytest.raises(InvalidInput, match="new run time 31 min is outside the 30 min slot of 48:"):
+        migration_plan(ids, SlotScheme(slots=24), SlotScheme(slots=48), switch, new_offset=timedelta(minutes=31))
 
 
 def test_mod_to_hash_switch_in_a_dst_zone_measures_real_time() -> None:

@@ -205,8 +205,30 @@ def test_ledger_report_reads_one_period_of_the_store(store: Store) -> None:
     expected = build_ledger_report(
         [(e.slot, e.duration_ms, e.rows, e.bytes, e.status) for e in entries],
         slots=24, tick_interval=timedelta(minutes=30), period="2026-12-01",
+        not_done=[1 if slot == 5 else 0 for slot in range(24)],  # record 5 is still failed
     )
     assert report.slots == expected.slots
+    assert report.not_done == 1 and report.closed is False  # the store's clock is inside the period
+
+
+def test_not_done_records_of_a_closed_period_get_a_warning_naming_slots_and_the_fix() -> None:
+    samples = [(slot, 1.0, 0, 0, "done") for slot in range(4)]
+    counts = [0, 0, 0, 1_198]
+    closed = build_ledger_report(
+        samples, slots=4, tick_interval=timedelta(hours=1), period="2026-12-01", job="nightly_users",
+        not_done=counts, closed=True, closes_at=datetime(2026, 12, 2, tzinfo=timezone.utc),
+    )
+    assert [load.not_done for load in closed.slots] == counts and closed.to_json()["not_done"] == 1_198
+    assert [load["not_done"] for load in closed.to_json()["slots"]] == counts
+    [warning] = [w for w in closed.warnings if "never done" in w]
+    assert warning.startswith("1,198 records of period 2026-12-01 were never done")
+    assert "slots 3 (1,198)" in warning and "vardiya slots backfill nightly_users --period 2026-12-01" in warning
+    still_open = build_ledger_report(
+        samples, slots=4, tick_interval=timedelta(hours=1), period="2026-12-01", not_done=counts,
+    )
+    assert still_open.not_done == 1_198 and not any("never done" in w for w in still_open.warnings)
+    with pytest.raises(InvalidInput, match="one count per slot"):
+        build_ledger_report(samples, slots=4, tick_interval=timedelta(hours=1), period="p", not_done=[1])
 
 
 def test_ledger_report_refuses_a_key_that_is_not_a_period(store: Store) -> None:

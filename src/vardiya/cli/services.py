@@ -3,6 +3,8 @@
 ``scheduler`` fires the app's planned ticks and pipeline triggers as work items until SIGTERM or
 SIGINT (it finishes the step in hand and exits 0); ``worker`` (in ``cli/invoke.py``) runs them.
 Both take ``--metrics-port`` (a Prometheus endpoint) and ``--log-format json`` (structured logs).
+``status`` exits 1 when what it reports is unhealthy, 0 when healthy (as ``systemctl is-active`` and
+monitoring checks expect), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ from ..service.logs import LogFormat, configure_logging
 from ..service.metrics import ServiceMetrics, serve_metrics
 from ..service.scheduler import Scheduler, check_schedulable
 from ..service.status import status_report
+from ..slots.closed import CLOSED_PERIODS
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
+
+#: Slots named per period in the text of ``status`` before it says how many there are.
+_LISTED = 4
 
 __all__ = ["metrics_for", "scheduler", "service_options", "service_store", "status", "while_signalled"]
 
@@ -63,7 +69,8 @@ def service_store(settings: Settings, log_format: str, metrics_port: int | None)
     metrics = metrics_for(metrics_port)
     with settings.open_store(StoreUse.SERVICE) as store:
         if metrics is not None:
-            metrics.watch(store)
+            # The app is imported already (the command loaded it): this is the same object.
+            metrics.watch(store, load_app(settings.app) if settings.app else None)
         yield store, metrics
 
 
@@ -124,18 +131,30 @@ def scheduler(
 @click.command()
 @global_options
 @click.option("--late-after", type=float, default=60.0, show_default=True, help="Seconds due before an item counts as late.")
+@click.option(
+    "--closed-periods", type=int, default=CLOSED_PERIODS, show_default=True, metavar="N",
+    help="Look for not-done records in each slot job's latest N periods closed for good.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_settings
-def status(settings: Settings, late_after: float, as_json: bool) -> int:
-    """What is due, late, running, failed and dead; per slot job and pipeline with --app."""
+def status(settings: Settings, late_after: float, closed_periods: int, as_json: bool) -> int:
+    """What is due, late, running, failed, dead and never done; exit 1 when unhealthy, 0 when healthy.
+
+    Unhealthy: an item is late or dead, a job's due ticks are not fired, or a slot job has records
+    never done in a period beyond its backlog's reach (--app). The reasons are listed (and in --json
+    under ``reasons``), so a health check (``vardiya status || alert``) can say why.
+    """
     if late_after < 0:
         raise InvalidInput(f"--late-after must be 0 or more seconds, got {late_after}")
+    if closed_periods < 0:
+        raise InvalidInput(f"--closed-periods must be 0 or more, got {closed_periods}")
     app = load_app(settings.app) if settings.app else None
     with settings.open_store(StoreUse.EXISTING) as store:
-        document = status_report(store, app, late_after=timedelta(seconds=late_after))
+        document = status_report(store, app, late_after=timedelta(seconds=late_after), closed_periods=closed_periods)
+    code = 0 if document["healthy"] else 1
     if as_json:
         emit_json(document)
-        return 0
+        return code
     console = settings.console
     table = Table(title=f"work items ({document['store']})")
     columns = ["due", "late", "pending", "running", "failed", "dead", "succeeded"]
@@ -164,8 +183,19 @@ def status(settings: Settings, late_after: float, as_json: bool) -> int:
             console.print(f"  trigger {trigger['trigger']} ({trigger['describe']}): fired {trigger['fired']}")
     if document["behind"]:
         console.print(f"[red]behind[/] (due ticks not fired: is a scheduler running?): {', '.join(document['behind'])}")
-    verdict = "healthy" if document["healthy"] else (
-        f"{document['late']} late, {document['dead']} dead, {len(document['behind'])} job(s) behind"
-    )
-    console.print(verdict)
-    return 0
+    if document["not_done"]:
+        lost = Table(title="not_done: records never done, in periods beyond the backlog's reach")
+        for column in ("job", "period", "not done", "slots", "closed at"):
+            lost.add_column(column, justify="right" if column == "not done" else "left")
+        for entry in document["not_done"]:
+            named = [f"{slot} ({count:,})" for slot, count in entry["slots"].items()]
+            slots = ", ".join(named[:_LISTED]) + (f", ... ({len(named)} slots)" if len(named) > _LISTED else "")
+            lost.add_row(entry["job"], entry["period"], f"{entry['not_done']:,}", slots, entry["closes_at"])
+        console.print(lost)
+    if document["healthy"]:
+        console.print("[green]healthy[/]")
+    else:
+        console.print("[red]UNHEALTHY[/]:")
+        for reason in document["reasons"]:
+            console.print(f"  - {reason}")
+    return code

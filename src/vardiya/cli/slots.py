@@ -21,6 +21,7 @@ from rich.table import Table
 from ..app import load_app
 from ..clock import SystemClock
 from ..errors import InvalidInput
+from ..slots.backfill import BackfillReport, backfill
 from ..slots.balance import BalanceReport, MigrationPlan, balance, migration_plan, parse_ids
 from ..slots.chart import check_chart_path, write_chart
 from ..slots.hashing import RecordId
@@ -315,13 +316,19 @@ def which_command(
     "--effective-from", "effective_text", default=None, metavar="TIME",
     help="The period boundary the switch takes effect at (default: the next one after now).",
 )
+@click.option("--from-offset", "old_offset", default="0s", show_default=True, metavar="DURATION",
+              help="First run time in a slot now (e.g. 1m for runs at :01 and :31).")
+@click.option("--to-offset", "new_offset", default=None, metavar="DURATION",
+              help="First run time in a slot after the switch (the SchemeChange's offsets; default: --from-offset).")
 @_json_option
 @pass_settings
 def migrate_command(
     settings: Settings, ids_source: str, old_text: str, new_text: str, period: str, tz: str,
-    effective_text: str | None, as_json: bool,
+    effective_text: str | None, old_offset: str, new_offset: str | None, as_json: bool,
 ) -> None:
     """What switching schemes does to the ids: who moves window, and the gaps across the switch."""
+    first_old = parse_duration(old_offset, what="--from-offset")
+    first_new = parse_duration(new_offset, what="--to-offset") if new_offset is not None else first_old
     length = parse_duration(period, what="--period")
     old = parse_scheme(old_text, period=length, tz=tz)
     new = parse_scheme(new_text, period=length, tz=tz)
@@ -331,7 +338,7 @@ def migrate_command(
         effective = parse_time(effective_text, tz=tz, what="--effective-from")
     needs_int = Assign.MOD in (old.assign, new.assign)
     ids = _read_ids(ids_source, require_int=needs_int, fix="use hash schemes (e.g. 24:hash) for string ids")
-    plan = migration_plan(ids, old, new, effective)
+    plan = migration_plan(ids, old, new, effective, old_offset=first_old, new_offset=first_new)
     document = {**plan.to_json(), "from": old.fingerprint, "to": new.fingerprint, "guarantee": _GUARANTEE}
     if as_json:
         emit_json(document)
@@ -435,15 +442,74 @@ def _print_report(console: Console, report: LedgerReport, written: Path | None) 
         title=f"{report.job} period {report.period} ({report.scheme}): durations in ms, tick interval "
         f"{report.tick_interval_ms / 1000:,.0f} s"
     )
-    for column in ("slot", "records", "rows", "bytes", "p50", "p95", "max", "total", "failed", "overrun"):
+    columns = ("slot", "records", "rows", "bytes", "p50", "p95", "max", "total", "failed", "not done", "overrun")
+    for column in columns:
         table.add_column(column, justify="right", overflow="fold")
     for load in report.slots:
+        missing = f"{load.not_done:,}"
         table.add_row(
             str(load.slot), f"{load.count:,}", f"{load.rows:,}", f"{load.bytes:,}", _figure(load.p50_ms, 1),
             _figure(load.p95_ms, 1), _figure(load.max_ms, 1), _figure(load.total_ms, 1), f"{load.failed:,}",
+            f"[red]{missing}[/]" if load.not_done and report.closed else missing,
             "[red]yes[/]" if load.overrun else "",
         )
     console.print(table)
+    state = "closed for good" if report.closed else "open"
+    console.print(
+        f"not done: {report.not_done:,} records; the period is {state} "
+        f"(ticks can take its records until {report.closes_at.isoformat() if report.closes_at else '-'})"
+    )
     _print_warnings(console, report.warnings)
     if written is not None:
         console.print(f"chart written to {written}")
+
+
+@slots.command("backfill")
+@global_options
+@click.argument("job_name", metavar="JOB")
+@click.option("--period", "period_key", required=True, metavar="P", help="A closed period's key, e.g. 2026-12-01.")
+@click.option("--dry-run", is_flag=True, help="Only say how many records would run, per slot; write nothing.")
+@_json_option
+@pass_settings
+def backfill_command(settings: Settings, job_name: str, period_key: str, dry_run: bool, as_json: bool) -> int:
+    """Run exactly the not-done records of JOB in period P, closed beyond the backlog's reach.
+
+    The ledger keeps it exactly-once: a record done in the meantime (or by a second backfill) is not
+    run again. Exit 0 when every record ran (or there was nothing to do), 1 when some failed, 2 when P
+    is not a closed period of JOB.
+    """
+    job = load_app(settings.app).get_slot_job(job_name)
+    job.scheme.period_for_key(period_key)  # a bad key fails before the store is opened
+    with settings.open_store(migrate=False if dry_run else None) as store:
+        report = backfill(store, job, period_key, dry_run=dry_run)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        _print_backfill(settings.console, report)
+    return 1 if report.tick is not None and report.tick.failed else 0
+
+
+def _print_backfill(console: Console, report: BackfillReport) -> None:
+    document = report.to_json()
+    name, period = document["job"], document["period"]
+    if not document["not_done"]:
+        console.print(f"nothing to do: every record of {name} in period {period} is done")
+        return
+    table = Table(title=f"{name} period {period}: records not done" + (" (dry run: nothing written)" if report.dry_run else ""))
+    table.add_column("slot", justify="right")
+    table.add_column("not done" if report.dry_run else "ran", justify="right")
+    if not report.dry_run:
+        table.add_column("still not done", justify="right")
+    for entry in document["slots"]:
+        row = [str(entry["slot"]), f"{entry['not_done']:,}"]
+        if not report.dry_run:
+            row.append(f"{entry['still_not_done']:,}")
+        table.add_row(*row)
+    console.print(table)
+    if report.dry_run:
+        console.print(f"would run {document['not_done']:,} records; run again without --dry-run to run them")
+    else:
+        console.print(
+            f"processed {document['processed']:,}, failed {document['failed']:,}; "
+            f"{document['still_not_done']:,} still not done"
+        )

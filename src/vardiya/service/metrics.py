@@ -7,7 +7,13 @@ Two kinds of figures:
   pipeline items finished by outcome (worker; async calls and batches are counted by the store figures);
 - what the store holds, read when Prometheus scrapes (a custom collector, one grouped query): work
   items per family (tick, pipeline, call, batch) and state, and how many are due but not started, the
-  queue depth to alert on. Dead letters are in it as ``state="dead"``.
+  queue depth to alert on. Dead letters are in it as ``state="dead"``. With the app, per slot job and
+  period, the records never done in a period beyond the backlog's reach (``slots.closed``).
+
+The records never done are a *gauge*, not a counter: the store can recompute them at any time, they fall
+to zero when ``vardiya slots backfill`` runs them, and every scheduler and worker reports the same figure
+(a counter in each process would count the same records once per process and never go down). They are
+recomputed at most once a minute (``NOT_DONE_EVERY``), by the store's clock.
 
 Each process has its own registry, so the endpoint shows vardiya's figures and the process's own
 (``process_*``, ``python_*``), nothing a library user registered elsewhere.
@@ -16,6 +22,7 @@ Each process has its own registry, so the endpoint shows vardiya's figures and t
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -24,10 +31,12 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
+from ..slots.closed import not_done_report
 from ..store.records import ItemState
 from ..store.schema import work_items
 
 if TYPE_CHECKING:
+    from ..app import App
     from ..pipeline.run import RunResult
     from ..slots.runner import TickReport
     from ..store.api import Store
@@ -77,6 +86,41 @@ class _StoreCollector:
         yield due
 
 
+#: The least time between two recomputations of the not-done gauge (one source query per slot and period).
+NOT_DONE_EVERY = timedelta(seconds=60)
+
+
+class _NotDoneCollector:
+    """Records never done per slot job and closed period, recomputed at most every ``NOT_DONE_EVERY``."""
+
+    def __init__(self, store: Store, app: App) -> None:
+        self.store = store
+        self.app = app
+        self._taken: tuple[datetime, list[tuple[str, str, int]]] | None = None
+
+    def _figures(self) -> list[tuple[str, str, int]]:
+        now = self.store.clock.now()
+        if self._taken is not None and now - self._taken[0] < NOT_DONE_EVERY:
+            return self._taken[1]
+        figures = [
+            (name, entry.period, entry.total)
+            for name in sorted(self.app.slot_jobs)
+            for entry in not_done_report(self.store, self.app.slot_jobs[name], now)
+        ]
+        self._taken = (now, figures)
+        return figures
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        gauge = GaugeMetricFamily(
+            "vardiya_slot_not_done_records",
+            "Records never done in a period closed for good (beyond the backlog's reach); vardiya slots backfill runs them",
+            labels=["job", "period"],
+        )
+        for name, period, total in self._figures():
+            gauge.add_metric([name, period], total)
+        yield gauge
+
+
 class ServiceMetrics:
     """The counters a scheduler or worker updates, in a registry of its own."""
 
@@ -102,9 +146,12 @@ class ServiceMetrics:
         self.runs = Counter("vardiya_pipeline_runs", "Triggered pipeline runs, by outcome", ["pipeline", "outcome"], registry=r)
         self.items = Counter("vardiya_items_finished", "Items a worker finished, by family and outcome", ["family", "outcome"], registry=r)
 
-    def watch(self, store: Store) -> None:
-        """Report the store's work items too (read at each scrape)."""
+    def watch(self, store: Store, app: App | None = None) -> None:
+        """Report the store's work items too (read at each scrape), and with ``app`` its slot jobs'
+        records never done in closed periods."""
         self.registry.register(_StoreCollector(store))  # type: ignore[arg-type]
+        if app is not None and app.slot_jobs:
+            self.registry.register(_NotDoneCollector(store, app))  # type: ignore[arg-type]
 
     def scheduler_step(self, report: StepReport) -> None:
         self.steps.inc()

@@ -7,6 +7,11 @@ state: *due* is ready and past its run_after but not started, *late* is due for 
 than ``late_after``: no scheduler is running, or none keeps up. With the app it adds, per slot job, the schedule (planned through, next tick, ticks
 fired and passed by), the last tick, the start lateness of recent ticks (p50 / p99), and the ledger of
 the current period; per pipeline, its tasks by state and each trigger's progress.
+
+It is unhealthy (``healthy`` false, ``reasons`` saying why; ``vardiya status`` exits 1) when an item is
+late or dead, a job is behind, or a slot job has *not-done* records in a period closed for good (beyond
+the reach of every tick's backlog, ``slots.closed``; the latest ``closed_periods`` periods are looked
+at): those records will never run unless ``vardiya slots backfill`` runs them.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import sqlalchemy as sa
 from ..invoke.metrics import percentile
 from ..pipeline.state import status as pipeline_status
 from ..schedule.plan import TICK_PREFIX, TickSchedule, tick_kind
+from ..slots.closed import CLOSED_PERIODS, not_done_report
 from ..store.records import ItemState, LedgerStatus
 from ..store.schema import work_items
 from .metrics import family_of
@@ -38,8 +44,11 @@ def _text(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
 
-def status_report(store: Store, app: App | None = None, *, late_after: timedelta = timedelta(seconds=60)) -> dict[str, Any]:
-    """The document of ``vardiya status --json``."""
+def status_report(
+    store: Store, app: App | None = None, *, late_after: timedelta = timedelta(seconds=60),
+    closed_periods: int = CLOSED_PERIODS,
+) -> dict[str, Any]:
+    """The document of ``vardiya status --json``; ``healthy`` is false when ``reasons`` is not empty."""
     now = store.clock.now()
     c = work_items.c
     families: dict[str, dict[str, int]] = {}
@@ -87,13 +96,37 @@ def status_report(store: Store, app: App | None = None, *, late_after: timedelta
         "schedules": [state.to_json() for state in schedules.values()],
     }
     document["behind"] = []
+    document["not_done"] = []
     if app is not None:
         document["jobs"] = [_job(store, app, name, schedules, now, late_after) for name in sorted(app.slot_jobs)]
         document["pipelines"] = [_pipeline(store, app, name, schedules) for name in sorted(app.pipelines)]
         # A tick that should have been fired by now and was not: no scheduler is running (or keeping up).
         document["behind"] = [job["job"] for job in document["jobs"] if job["behind_s"] > late_after.total_seconds()]
-    document["healthy"] = not (document["late"] or document["dead"] or document["behind"])
+        document["not_done"] = [
+            entry.to_json()
+            for name in sorted(app.slot_jobs)
+            for entry in not_done_report(store, app.slot_jobs[name], now, limit=closed_periods)
+        ]
+    document["reasons"] = reasons(document)
+    document["healthy"] = not document["reasons"]
     return document
+
+
+def reasons(document: dict[str, Any]) -> list[str]:
+    """Why a status document is unhealthy, one sentence each (none: healthy)."""
+    found = []
+    if document["late"]:
+        found.append(f"{document['late']} work items due for longer than {document['late_after_s']:g} s (workers missing or behind)")
+    if document["dead"]:
+        found.append(f"{document['dead']} dead work items (see vardiya dlq list)")
+    if document["behind"]:
+        found.append(f"due ticks not fired (is a scheduler running?): {', '.join(document['behind'])}")
+    for entry in document["not_done"]:
+        found.append(
+            f"job {entry['job']}: {entry['not_done']:,} records of period {entry['period']} never done and "
+            f"beyond the backlog's reach (vardiya slots backfill {entry['job']} --period {entry['period']})"
+        )
+    return found
 
 
 def _job(

@@ -19,7 +19,7 @@ from .hashing import (
     stable_hash,
 )
 from .index import SlotColumnKind, SlotIndexReport, add_slot_index
-from .job import RecordResult, SchemeChange, SlotJob, TickContext
+from .job import RecordResult, RunTimes, SchemeChange, SlotJob, TickContext
 from .report import LedgerReport, ledger_report
 from .runner import ReplayReport, TickReport, planned_ticks, replay, run_tick
 from .scheme import (
@@ -49,6 +49,7 @@ __all__ = [
     "RecordId",
     "RecordResult",
     "ReplayReport",
+    "RunTimes",
     "SchemeChange",
     "SlotColumnKind",
     "SlotIndexReport",

@@ -19,7 +19,7 @@ from math import gcd
 from ..clock import ensure_aware
 from ..errors import InvalidInput
 from .hashing import RecordId, hash_slot
-from .scheme import Assign, SlotScheme
+from .scheme import Assign, SlotScheme, describe_duration
 
 __all__ = ["BalanceReport", "MigrationPlan", "balance", "migration_plan", "parse_ids"]
 
@@ -72,7 +72,8 @@ class MigrationPlan:
     ``moved`` counts records whose window starts at another wall-time offset in the period;
     ``moved_out`` those whose new window is not inside their old one (0 for 24 -> 48 nested: a
     refinement). Gaps are seconds between a record's last run under the old scheme (the period before
-    the switch) and its first run under the new one (the switch period), taking runs at window starts.
+    the switch) and its first run under the new one (the switch period), at each scheme's first run time
+    (the window start unless the plan was given offsets).
     """
 
     total: int
@@ -273,15 +274,26 @@ def balance(
 
 
 def migration_plan(
-    ids: Iterable[RecordId], old: SlotScheme, new: SlotScheme, switch_period_start: datetime
+    ids: Iterable[RecordId], old: SlotScheme, new: SlotScheme, switch_period_start: datetime, *,
+    old_offset: timedelta = timedelta(0), new_offset: timedelta = timedelta(0),
 ) -> MigrationPlan:
     """What switching from ``old`` to ``new`` at the start of a period does to ``ids``.
+
+    ``old_offset`` and ``new_offset`` are the first run time of a slot under each scheme (a
+    ``SchemeChange`` may bring its own, e.g. :01 and :31 on 24 slots becoming :01 on 48): the gaps are
+    between a record's first runs, so they show what the change of run times adds.
 
     The switch takes effect at a period boundary: the period before it runs entirely under ``old``, the
     switch period entirely under ``new``. As the ledger is keyed by (job, record, period), every record
     then has exactly one slot in each period: no duplicate and no missed record in the switch period.
     """
     switch = ensure_aware(switch_period_start, "switch_period_start")
+    for label, offset, scheme in (("old", old_offset, old), ("new", new_offset, new)):
+        if not isinstance(offset, timedelta) or not timedelta(0) <= offset < scheme.window_length:
+            raise InvalidInput(
+                f"the {label} run time {describe_duration(offset) if isinstance(offset, timedelta) else repr(offset)} is outside the {describe_duration(scheme.window_length)} slot "
+                f"of {scheme.fingerprint}; give an offset from 0 up to the slot's length"
+            )
     switch_period = new.period_of(switch)
     if switch_period.start.astimezone(_UTC) != switch:
         raise InvalidInput(
@@ -308,7 +320,7 @@ def migration_plan(
             old_start <= new_start
             and new_start + new.window_length <= old_start + old.window_length
         )
-        gaps.append((new_starts[new_slot] - old_starts[old_slot]).total_seconds())
+        gaps.append((new_starts[new_slot] + new_offset - old_starts[old_slot] - old_offset).total_seconds())
     return MigrationPlan(
         total=total,
         moved=moved,

@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..clock import ensure_aware
 from ..errors import ConfigurationError, InvalidInput
 from ..schedule.catchup import CatchUpPolicy
-from .scheme import Period, SlotPosition, SlotScheme
+from .scheme import Period, SlotPosition, SlotScheme, describe_duration
 
 if TYPE_CHECKING:
     from .sources import Source
 
-__all__ = ["RecordResult", "SchemeChange", "SlotJob", "TickContext"]
+__all__ = ["RecordResult", "RunTimes", "SchemeChange", "SlotJob", "TickContext"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -48,14 +48,86 @@ class TickContext:
 
 @dataclass(frozen=True, kw_only=True)
 class SchemeChange:
-    """From the period that starts at ``effective_from`` on, the job uses ``scheme``.
+    """From the period that starts at ``effective_from`` on, the job uses ``scheme``, run at ``offsets``.
 
     A change takes effect at a period boundary, so the switch period is planned wholly under the new
-    scheme and the ledger (keyed by period) keeps it free of duplicates and gaps.
+    scheme and the ledger (keyed by period) keeps it free of duplicates and gaps. A change may carry
+    its own run times: ``runs_per_slot`` and ``offsets`` (from the window start) default to the job's
+    (the job's offsets when it gave them, else its runs spread evenly over the new window); giving
+    only ``offsets`` sets ``runs_per_slot`` to their number. The seed's 24 slots run at :01 and :31
+    becoming 48 half-hour slots run once is ``SchemeChange(effective_from=..., scheme=SlotScheme(
+    slots=48), runs_per_slot=1, offsets=[timedelta(minutes=1)])``. ``SlotJob`` checks every change
+    when the job is declared: run times outside the new window are refused then, naming the job, the
+    change's date and the figure, never later in the scheduler or a replay.
     """
 
     effective_from: datetime
     scheme: SlotScheme
+    runs_per_slot: int | None = None
+    offsets: Sequence[timedelta | float | int] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunTimes:
+    """A scheme in force and when its ticks fire: what the scheduler plans and the reports judge by.
+
+    ``effective_from`` is None for the job's own scheme (in force until its first change).
+    """
+
+    scheme: SlotScheme
+    runs_per_slot: int
+    offsets: tuple[timedelta, ...]
+    effective_from: datetime | None = None
+
+    @property
+    def tick_interval(self) -> timedelta:
+        """How often a slot's ticks fire: the window divided by the runs per slot."""
+        return self.scheme.window_length / self.runs_per_slot
+
+
+def _run_times(
+    job: str,
+    scheme: SlotScheme,
+    runs_per_slot: int | None,
+    offsets: Sequence[timedelta | float | int] | None,
+    *,
+    default: tuple[int, tuple[timedelta, ...] | None],
+    effective_from: datetime | None = None,
+) -> RunTimes:
+    """The checked run times of one scheme of a job; the one rule for the job's scheme and its changes.
+
+    ``default`` is (runs per slot, offsets or None) taken when the caller gives neither: the job's
+    own for a change, so a change that only swaps the scheme keeps the job's run times (and is
+    refused when they do not fit the new window).
+    """
+    if effective_from is None:
+        where = f"the {scheme.slots}-slot scheme"
+    else:
+        where = f"the {scheme.slots}-slot scheme from {scheme.period_of(effective_from).key}"
+    given = None if offsets is None else tuple(_duration(o, "an offset") for o in offsets)
+    if runs_per_slot is None:
+        runs_per_slot = len(given) if given else default[0]
+        if given is None:
+            given = default[1]
+    if isinstance(runs_per_slot, bool) or not isinstance(runs_per_slot, int) or runs_per_slot < 1:
+        raise ConfigurationError(f"job {job!r}: runs_per_slot of {where} must be a whole number >= 1, got {runs_per_slot!r}")
+    window = scheme.window_length
+    chosen = given or tuple(window * i / runs_per_slot for i in range(runs_per_slot))
+    if len(chosen) != runs_per_slot:
+        raise ConfigurationError(
+            f"job {job!r}: runs_per_slot={runs_per_slot} but {len(chosen)} offsets were given for {where}; "
+            "give one offset per run, e.g. offsets=[timedelta(minutes=1), timedelta(minutes=31)]"
+        )
+    for offset in chosen:
+        if not timedelta(0) <= offset < window:
+            raise ConfigurationError(
+                f"job {job!r}: offset {describe_duration(offset)} is outside the {describe_duration(window)} slot "
+                f"of {where}; give offsets from 0 up to {describe_duration(window)} "
+                "(a SchemeChange takes runs_per_slot= and offsets= of its own)"
+            )
+    return RunTimes(
+        scheme=scheme, runs_per_slot=runs_per_slot, offsets=tuple(sorted(chosen)), effective_from=effective_from
+    )
 
 
 def _accepts_context(handler: Callable[..., Any]) -> bool:
@@ -140,20 +212,9 @@ class SlotJob:
         for label, value in (("current_limit", self.current_limit), ("batch_size", self.batch_size)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ConfigurationError(f"job {self.name!r}: {label} must be a whole number >= 1, got {value!r}")
-        offsets = tuple(_duration(o, "an offset") for o in self.offsets) or tuple(
-            self.scheme.window_length * i / self.runs_per_slot for i in range(self.runs_per_slot)
-        )
-        if len(offsets) != self.runs_per_slot:
-            raise ConfigurationError(
-                f"job {self.name!r}: runs_per_slot={self.runs_per_slot} but {len(offsets)} offsets were given; "
-                "give one offset per run, e.g. offsets=[timedelta(minutes=1), timedelta(minutes=31)]"
-            )
-        for offset in offsets:
-            if not timedelta(0) <= offset < self.scheme.window_length:
-                raise ConfigurationError(
-                    f"job {self.name!r}: offset {offset} is outside the slot window of {self.scheme.window_length}"
-                )
-        object.__setattr__(self, "offsets", tuple(sorted(offsets)))
+        explicit = tuple(self.offsets) or None
+        own = _run_times(self.name, self.scheme, self.runs_per_slot, explicit, default=(self.runs_per_slot, None))
+        object.__setattr__(self, "offsets", own.offsets)
         deadline = self.deadline
         if isinstance(deadline, float) and not 0 < deadline <= 1:
             raise ConfigurationError(
@@ -168,11 +229,10 @@ class SlotJob:
             raise ConfigurationError(f"job {self.name!r}: claim_lease must be longer than 0, got {lease}")
         object.__setattr__(self, "deadline_grace", grace)
         object.__setattr__(self, "claim_lease", lease)
-        changes = tuple(
-            SchemeChange(effective_from=ensure_aware(c.effective_from, "effective_from"), scheme=c.scheme)
-            for c in sorted(self.scheme_changes, key=lambda change: change.effective_from)
-        )
-        for change in changes:
+        regimes = [own]
+        changes = []
+        for given in sorted(self.scheme_changes, key=lambda change: ensure_aware(change.effective_from, "effective_from")):
+            change = replace(given, effective_from=ensure_aware(given.effective_from, "effective_from"))
             if (change.scheme.period, change.scheme.tz) != (self.scheme.period, self.scheme.tz):
                 raise ConfigurationError(
                     f"job {self.name!r}: a scheme change may change slots, assign or layout but not the "
@@ -185,21 +245,34 @@ class SlotJob:
                     f"{change.effective_from.isoformat()} is inside period {boundary.key}, "
                     f"use {boundary.end.isoformat()}"
                 )
-        object.__setattr__(self, "scheme_changes", changes)
+            runs = _run_times(
+                self.name, change.scheme, change.runs_per_slot, change.offsets,
+                default=(self.runs_per_slot, explicit), effective_from=change.effective_from,
+            )
+            regimes.append(runs)
+            changes.append(replace(change, runs_per_slot=runs.runs_per_slot, offsets=runs.offsets))
+        object.__setattr__(self, "_regimes", tuple(regimes))
+        object.__setattr__(self, "scheme_changes", tuple(changes))
         if self.start is not None:
             object.__setattr__(self, "start", ensure_aware(self.start, f"job {self.name!r} start"))
         if not isinstance(self.downtime, CatchUpPolicy):
             raise ConfigurationError(f"job {self.name!r}: downtime must be a CatchUpPolicy, got {self.downtime!r}")
         object.__setattr__(self, "handler_takes_context", _accepts_context(self.handler))
 
+    def runs_at(self, moment: datetime) -> RunTimes:
+        """The scheme in force for the period that contains ``moment``, with its run times."""
+        period_start = self.scheme.period_of(moment).start
+        regimes: tuple[RunTimes, ...] = self._regimes  # type: ignore[attr-defined]
+        chosen = regimes[0]
+        for regime in regimes[1:]:
+            assert regime.effective_from is not None
+            if period_start >= regime.effective_from:
+                chosen = regime
+        return chosen
+
     def scheme_at(self, moment: datetime) -> SlotScheme:
         """The scheme in force for the period that contains ``moment``."""
-        period_start = self.scheme.period_of(moment).start
-        chosen = self.scheme
-        for change in self.scheme_changes:
-            if period_start >= change.effective_from:
-                chosen = change.scheme
-        return chosen
+        return self.runs_at(moment).scheme
 
     def scheme_for(self, period: Period) -> SlotScheme:
         """The scheme in force for ``period``."""
@@ -209,6 +282,44 @@ class SlotJob:
     def schemes(self) -> Sequence[SlotScheme]:
         """Every scheme the job has used or will use, oldest first."""
         return (self.scheme, *(change.scheme for change in self.scheme_changes))
+
+    @property
+    def backlog_reach(self) -> int:
+        """How many periods before its own a tick's backlog takes records from (-1: none at all).
+
+        The one rule behind both the backlog (``runner``) and "closed for good" (``closes_at``): with
+        ``backfill_limit=0`` a tick takes nothing but its own slot; otherwise earlier slots of its own
+        period and of ``catch_up`` earlier periods.
+        """
+        return self.catch_up if self.backfill_limit > 0 else -1
+
+    def backlog_periods(self, period: Period, history_from: datetime | None) -> list[Period]:
+        """The earlier periods a tick of ``period`` takes backlog from, oldest first.
+
+        Only from ``history_from`` on (the job's ``start``, else the first period the ledger has for
+        it), so a new job does not "recover" periods from before it existed.
+        """
+        scheme = self.scheme_for(period)
+        earlier: list[Period] = []
+        cursor = period
+        for _ in range(max(0, self.backlog_reach)):
+            cursor = scheme.period_after(cursor, -1)
+            if history_from is None or cursor.start < history_from:
+                break
+            earlier.append(cursor)
+        return earlier[::-1]
+
+    def closes_at(self, period: Period) -> datetime:
+        """The instant from which no tick can take records of ``period`` any more: closed for good.
+
+        It is the end of the last period whose ticks' backlog reaches ``period`` (``backlog_reach``
+        periods later; ``period`` itself when the job has no backlog). A tick planned before that
+        instant processes its slot and backlog however late it starts, and no record starts after
+        its deadline; a tick planned at or after it never touches ``period``. What is not done then
+        stays not done unless ``vardiya slots backfill`` runs it.
+        """
+        last = self.scheme_for(period).period_after(period, max(0, self.backlog_reach))
+        return last.end
 
     def deadline_at(self, position: SlotPosition, started_at: datetime) -> datetime:
         """The instant after which a tick that started at ``started_at`` starts no new record."""
@@ -239,4 +350,13 @@ class SlotJob:
             "max_attempts": self.max_attempts,
             "deadline_grace_s": self.deadline_grace.total_seconds(),
             "claim_lease_s": self.claim_lease.total_seconds(),
+            "scheme_changes": [
+                {
+                    "effective_from": change.effective_from.isoformat(),
+                    "scheme": change.scheme.fingerprint,
+                    "runs_per_slot": change.runs_per_slot,
+                    "offsets_s": [offset.total_seconds() for offset in change.offsets or ()],
+                }
+                for change in self.scheme_changes
+            ],
         }

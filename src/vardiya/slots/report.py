@@ -15,8 +15,14 @@ Percentiles
 
 Overrun
     A slot overruns when its records' total duration, or its longest record, exceeds the tick interval
-    (the scheme's window length divided by the job's ``runs_per_slot``): a single run could not get
+    (the window length of the scheme in force divided by its ``runs_per_slot``): a single run could not get
     through the slot before the next tick is due, however balanced the counts look.
+
+Not done
+    Per slot, the records the job's source has that are not done in the period (never run, or still
+    failed), whatever the ledger holds. While the period is open the schedule may still run them; once
+    it is closed for good (``SlotJob.closes_at``: beyond the reach of every tick's backlog) they get a
+    warning naming the slots and ``vardiya slots backfill``.
 
 ``build_ledger_report`` is the pure part, over (slot, duration_ms, rows, bytes, status[, record]) samples;
 ``ledger_report`` streams those samples from the store in one query, in slot and record order (so the
@@ -29,7 +35,7 @@ import math
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import sqlalchemy as sa
@@ -37,6 +43,7 @@ import sqlalchemy as sa
 from ..errors import InvalidInput
 from ..store.records import LedgerStatus
 from ..store.schema import ledger
+from .closed import not_done
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -90,6 +97,7 @@ class SlotLoad:
     total_ms: float
     failed: int
     overrun: bool
+    not_done: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +112,8 @@ class LedgerReport:
     scheme: str | None = None
     failed_records: tuple[str, ...] = ()
     unplaced: int = 0
+    closed: bool = False
+    closes_at: datetime | None = None
 
     @property
     def total(self) -> int:
@@ -114,6 +124,11 @@ class LedgerReport:
     def failed(self) -> int:
         """Records still failed in the period."""
         return sum(load.failed for load in self.slots)
+
+    @property
+    def not_done(self) -> int:
+        """Records of the period's slots that are not done (never run, or failed), from the source."""
+        return sum(load.not_done for load in self.slots)
 
     @property
     def overrun_slots(self) -> tuple[int, ...]:
@@ -133,6 +148,9 @@ class LedgerReport:
             "failed": self.failed,
             "overrun_slots": list(self.overrun_slots),
             "unplaced": self.unplaced,
+            "not_done": self.not_done,
+            "closed": self.closed,
+            "closes_at": None if self.closes_at is None else self.closes_at.isoformat(),
         }
 
 
@@ -161,7 +179,7 @@ class _SlotTally:
         self.bytes += size
         self.failed += failed
 
-    def load(self, slot: int, interval_ms: float) -> SlotLoad:
+    def load(self, slot: int, interval_ms: float, not_done: int = 0) -> SlotLoad:
         ordered = sorted(self.durations)
         total_ms = math.fsum(ordered)
         longest = ordered[-1] if ordered else 0.0
@@ -176,6 +194,7 @@ class _SlotTally:
             total_ms=total_ms,
             failed=self.failed,
             overrun=total_ms > interval_ms or longest > interval_ms,
+            not_done=not_done,
         )
 
 
@@ -215,6 +234,22 @@ def _imbalance_warning(loads: Sequence[SlotLoad], interval_ms: float) -> str | N
     )
 
 
+def _not_done_warning(
+    loads: Sequence[SlotLoad], period: str, job: str | None, closes_at: datetime | None
+) -> str | None:
+    """The warning of a closed period with not-done records: how many, where, and how to run them."""
+    total = sum(load.not_done for load in loads)
+    if not total:
+        return None
+    where = _listing([f"{load.slot} ({load.not_done:,})" for load in loads if load.not_done])
+    since = f" since {closes_at.isoformat()}" if closes_at is not None else ""
+    return (
+        f"{total:,} records of period {period} were never done and no tick can take them any more "
+        f"(the period is closed{since}, beyond the backlog's reach): slots {where}; run them with "
+        f"vardiya slots backfill {job or 'JOB'} --period {period}"
+    )
+
+
 def build_ledger_report(
     samples: Iterable[LedgerSample | tuple[Any, ...]],
     *,
@@ -223,11 +258,18 @@ def build_ledger_report(
     period: str,
     job: str | None = None,
     scheme: str | None = None,
+    not_done: Sequence[int] | None = None,
+    closes_at: datetime | None = None,
+    closed: bool = False,
 ) -> LedgerReport:
     """The per-slot report of ``samples`` (slot, duration_ms, rows, bytes, status[, record]). Pure.
 
     A sample whose slot is None or outside 0..B-1 is left out of the slots and counted in a warning.
+    ``not_done`` is the count of not-done records per slot (from the source, ``slots.closed``); when
+    the period is ``closed`` for good, not-done records get a warning that names them and the fix.
     """
+    if not_done is not None and len(not_done) != slots:
+        raise InvalidInput(f"not_done must give one count per slot ({slots}), got {len(not_done)}")
     if isinstance(slots, bool) or not isinstance(slots, int) or slots <= 0:
         raise InvalidInput(f"slots must be a positive integer, got {slots!r}")
     if not isinstance(tick_interval, timedelta) or tick_interval <= timedelta(0):
@@ -248,7 +290,8 @@ def build_ledger_report(
             record = rest[0] if rest else None
             if record is not None and len(failed_records) < _LISTED:
                 failed_records.append(str(record))
-    loads = tuple(tally.load(slot, interval_ms) for slot, tally in enumerate(tallies))
+    missing = tuple(not_done) if not_done is not None else (0,) * slots
+    loads = tuple(tally.load(slot, interval_ms, missing[slot]) for slot, tally in enumerate(tallies))
 
     warnings: list[str] = []
     owner = f"job {job!r}" if job else "the job"
@@ -269,6 +312,9 @@ def build_ledger_report(
                 f"in all and the longest {_seconds(load.max_ms)}, against a tick interval of "
                 f"{_seconds(interval_ms)}; spread the heavy records or make them cheaper"
             )
+    lost = _not_done_warning(loads, period, job, closes_at) if closed else None
+    if lost is not None:
+        warnings.append(lost)
     imbalance = _imbalance_warning(loads, interval_ms)
     if imbalance is not None:
         warnings.append(imbalance)
@@ -290,6 +336,8 @@ def build_ledger_report(
         scheme=scheme,
         failed_records=tuple(failed_records),
         unplaced=unplaced,
+        closed=closed,
+        closes_at=closes_at,
     )
 
 
@@ -306,16 +354,24 @@ def _samples(connection: sa.Connection, job: str, period: str) -> Iterator[Ledge
         yield LedgerSample(row.slot, row.duration_ms, row.rows, row.bytes, row.status, row.record)
 
 
-def ledger_report(store: Store, job: SlotJob, period_key: str) -> LedgerReport:
-    """The per-slot load of ``job`` in the period ``period_key`` (e.g. ``2026-12-01``), from the ledger."""
+def ledger_report(store: Store, job: SlotJob, period_key: str, *, now: datetime | None = None) -> LedgerReport:
+    """The per-slot load of ``job`` in the period ``period_key`` (e.g. ``2026-12-01``), from the ledger.
+
+    With the not-done records of each slot (asked of the job's source) and whether the period is
+    closed for good by ``now`` (the store's clock by default).
+    """
     period = job.scheme.period_for_key(period_key)
-    scheme = job.scheme_for(period)
+    runs = job.runs_at(period.start)
+    missing = not_done(store, job, period, now or store.clock.now())
     with store.reading() as connection:
         return build_ledger_report(
             _samples(connection, job.name, period.key),
-            slots=scheme.slots,
-            tick_interval=scheme.window_length / job.runs_per_slot,
+            slots=runs.scheme.slots,
+            tick_interval=runs.tick_interval,
             period=period.key,
             job=job.name,
-            scheme=scheme.fingerprint,
+            scheme=runs.scheme.fingerprint,
+            not_done=missing.counts,
+            closes_at=missing.closes_at,
+            closed=missing.closed,
         )

@@ -50,6 +50,7 @@ from typing import Any
 from ..clock import Clock, SystemClock, VirtualClock, ensure_aware
 from ..store import LedgerStatus, Store
 from ..store.records import record_key
+from .closed import history_from as _history_from
 from .hashing import RecordId
 from .job import RecordResult, SlotJob, TickContext
 from .scheme import Period, SlotScheme
@@ -403,27 +404,13 @@ def _backlog(
     the ledger has for it), so a new job does not "recover" periods from before it existed.
     """
     scheme = job.scheme_for(period)
-    earlier: list[Period] = []
-    cursor = period
-    for _ in range(job.catch_up):
-        cursor = scheme.period_after(cursor, -1)
-        if history_from is None or cursor.start < history_from:
-            break
-        earlier.append(cursor)
-    for past in reversed(earlier):
+    for past in job.backlog_periods(period, history_from):  # the reach ``SlotJob.closes_at`` uses too
         past_scheme = job.scheme_for(past)
         for index in range(past_scheme.slots):
             yield past, past_scheme, past_scheme.slot_at_window(index)
     current = scheme.window_index(slot)
     for index in range(current):
         yield period, scheme, scheme.slot_at_window(index)
-
-
-def _history_from(store: Store, job: SlotJob, scheme: SlotScheme) -> datetime | None:
-    if job.start is not None:
-        return scheme.period_of(job.start).start
-    first = store.ledger.first_period(job.name)
-    return scheme.period_for_key(first).start if first is not None else None
 
 
 def run_tick(
@@ -528,6 +515,6 @@ def planned_ticks(job: SlotJob, start: datetime, end: datetime) -> Iterator[date
     boundaries += [c.effective_from for c in job.scheme_changes if start < c.effective_from < end]
     boundaries.append(ensure_aware(end, "end"))
     for low, high in zip(boundaries, boundaries[1:]):
-        in_force = job.scheme_at(low)
-        for tick in in_force.planned_times(low, high, job.offsets):
+        in_force = job.runs_at(low)  # each scheme with its own run times
+        for tick in in_force.scheme.planned_times(low, high, in_force.offsets):
             yield tick.planned_time

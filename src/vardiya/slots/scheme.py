@@ -60,6 +60,7 @@ __all__ = [
     "SlotPosition",
     "SlotScheme",
     "SlotWindow",
+    "describe_duration",
     "parse_scheme",
 ]
 
@@ -129,13 +130,13 @@ def _enum(kind: type[Assign] | type[Layout], value: object, field: str) -> objec
         raise InvalidInput(f"{field}={value!r} is not known; use {choices}") from None
 
 
-def _describe(period: timedelta) -> str:
-    """A duration as people write it: ``1 day``, ``7 min``, ``1 h 30 min``."""
+def describe_duration(period: timedelta) -> str:
+    """A duration as people write it: ``1 day``, ``7 min``, ``1 h 30 min`` (``0 s`` for none)."""
     seconds, parts = int(period.total_seconds()), []
     for unit, size in (("day", 86400), ("h", 3600), ("min", 60), ("s", 1)):
         amount, seconds = divmod(seconds, size)
         parts += [f"{amount} {unit}{'s' if unit == 'day' and amount > 1 else ''}"] if amount else []
-    return " ".join(parts)
+    return " ".join(parts) or "0 s"
 
 
 def _divisors_near(number: int, target: int) -> list[int]:
@@ -171,7 +172,7 @@ class SlotScheme:
         if seconds % slots:
             near = " or ".join(map(str, _divisors_near(seconds, slots)))
             raise InvalidInput(
-                f"slots={slots} does not divide a period of {_describe(period)} ({seconds} s) into "
+                f"slots={slots} does not divide a period of {describe_duration(period)} ({seconds} s) into "
                 f"windows of whole seconds; use a divisor of {seconds} such as {near}, or another period"
             )
         if not isinstance(self.tz, str):
@@ -197,7 +198,7 @@ class SlotScheme:
             if rest or not hours or slots % hours:
                 raise InvalidInput(
                     f"layout='nested' needs coarse=b with slots = k * b; the period of "
-                    f"{_describe(self.period)} is not a whole number of hours dividing {slots}, "
+                    f"{describe_duration(self.period)} is not a whole number of hours dividing {slots}, "
                     f"so pass coarse= a divisor of {slots}"
                 )
             return hours
