@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from ..clock import ensure_aware, to_seconds
 from ..errors import InvalidInput, LeaseLost
+from ..limits import check_key, check_kind
 from .engine import DriverConnection
 from .hot import EnqueueRow, Statements, complete_counting, complete_returning, hot_sql
 from .item_reads import ItemReads, by_key as _by_key, item_from_row
@@ -31,7 +32,7 @@ from .records import AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
 from .schema import work_item_keys, work_items
 from .streams import notify
-from .types import UTCMicros, dumps_json
+from .types import UTCMicros, check_no_nul, dumps_json
 from .url import Backend
 
 if TYPE_CHECKING:
@@ -53,19 +54,23 @@ def _lease_expired_error(owner: str | None) -> str | None:
 
 
 def _check_payload(kind: str, key: str, payload: Any) -> str:
-    """The payload's JSON text (what the store keeps); a payload that has none is bad input."""
+    """The payload's JSON text (what the store keeps); a payload that has none, or holds a NUL, is bad
+    input. The key is checked too (``limits.check_key``): both go in the same row."""
+    check_key(key, f"the key of a {kind} item")
     try:
-        return dumps_json(payload)
+        text = dumps_json(payload)
     except (TypeError, ValueError) as error:
         raise InvalidInput(
             f"payload of {kind} item {key!r} does not serialise to JSON ({error}); "
             "pass dicts, lists, strings, numbers, booleans or None"
         ) from None
+    return check_no_nul(text, f"payload of {kind} item {key!r}")
 
 
 def _checked(kind: str, items: Iterable[tuple[str, Any]]) -> list[tuple[str, str]]:
     """(key, payload JSON text) of every item, each key once: a key given twice keeps its first
     payload, as two separate enqueues would."""
+    check_kind(kind)
     texts: dict[str, str] = {}
     for key, payload in items:
         if key not in texts:
@@ -131,7 +136,7 @@ class WorkItems(ItemReads):
         Without a key the item gets a random one, so enqueueing twice makes two items.
         """
         key = key if key is not None else uuid.uuid4().hex
-        text = _check_payload(kind, key, payload)
+        text = _check_payload(check_kind(kind), key, payload)
         _check_max_attempts(max_attempts)
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
@@ -201,6 +206,7 @@ class WorkItems(ItemReads):
         rows: dict[tuple[str, str], EnqueueRow] = {}
         for kind, key, payload, max_attempts, run_after in items:
             if (kind, key) not in rows:
+                check_kind(kind)
                 _check_max_attempts(max_attempts)
                 after = ensure_aware(run_after, "run_after")
                 rows[(kind, key)] = (kind, key, _check_payload(kind, key, payload), max_attempts, after)
