@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Protocol, runtime_checkable
 
 from .errors import InvalidInput
+from .limits import TIME_MAX, check_time
 
 __all__ = ["Clock", "SystemClock", "VirtualClock", "ensure_aware", "to_seconds"]
 
@@ -73,12 +74,14 @@ class SystemClock:
 class VirtualClock:
     """A clock that only moves when told to: ``advance`` or ``sleep``.
 
-    Thread-safe, so a test can advance it while engine threads read it.
+    Thread-safe, so a test can advance it while engine threads read it. Its time stays in the
+    supported range (``limits.TIME_MIN`` to ``TIME_MAX``): a start, a jump or an advance past it is
+    refused, so no engine code computes a lease or a window beyond Python's last date.
     """
 
     def __init__(self, start: datetime | None = None) -> None:
         origin = start if start is not None else datetime(2026, 1, 1, tzinfo=timezone.utc)
-        self._now = ensure_aware(origin, "VirtualClock start")
+        self._now = check_time(ensure_aware(origin, "VirtualClock start"), "VirtualClock start")
         self._elapsed = 0.0
         self._lock = threading.Lock()
 
@@ -96,14 +99,23 @@ class VirtualClock:
         if seconds < 0:
             raise InvalidInput(f"cannot advance a VirtualClock by {seconds} s; time only moves forward")
         with self._lock:
-            self._now += timedelta(seconds=seconds)
+            try:
+                moved = self._now + timedelta(seconds=seconds)
+            except OverflowError:
+                moved = None
+            if moved is None or moved >= TIME_MAX:
+                raise InvalidInput(
+                    f"cannot advance a VirtualClock at {self._now.isoformat()} by {seconds} s: "
+                    f"it would pass {TIME_MAX.isoformat()}, the end of the times vardiya supports"
+                )
+            self._now = moved
             self._elapsed += seconds
             return self._now
 
     def set(self, moment: datetime) -> None:
         """Jump to ``moment``, forwards or backwards (to test clock steps); monotonic time is kept."""
         with self._lock:
-            self._now = ensure_aware(moment, "VirtualClock time")
+            self._now = check_time(ensure_aware(moment, "VirtualClock time"), "VirtualClock time")
 
     def sleep(self, seconds: float) -> None:
         if seconds > 0:

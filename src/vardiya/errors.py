@@ -7,6 +7,7 @@ exits with code 2. Messages say what is wrong and how to fix it.
     ├── ConfigurationError          bad settings, options or declarations (fix the configuration)
     │   ├── InvalidDatabaseURL      a --db / VARDIYA_DB value vardiya cannot use
     │   ├── InvalidInput            a value, file or payload that does not fit (fix the input)
+    │   │   └── InvalidRecord       one record of several given together (its index says which)
     │   ├── AppNotFound             --app / VARDIYA_APP does not import or lacks the attribute
     │   └── UndeclaredRead          a pipeline task read a partition its declared graph does not explain
     ├── StoreError                  the state store cannot do what was asked (driver errors wrapped here)
@@ -28,6 +29,7 @@ __all__ = [
     "ConfigurationError",
     "InvalidDatabaseURL",
     "InvalidInput",
+    "InvalidRecord",
     "LeaseLost",
     "NotAStore",
     "SchemaOutdated",
@@ -54,6 +56,19 @@ class InvalidDatabaseURL(ConfigurationError):
 
 class InvalidInput(ConfigurationError):
     """A value, file or payload that does not fit what vardiya expects."""
+
+
+class InvalidRecord(InvalidInput):
+    """One record of a submit or append (of many, or of one) is bad input; nothing was stored.
+
+    ``index`` is its position (0-based) among the records given, so a caller that read them from a
+    file can name the line; ``reason`` is the message without the record's position.
+    """
+
+    def __init__(self, message: str, *, index: int, reason: str) -> None:
+        super().__init__(message)
+        self.index = index
+        self.reason = reason
 
 
 class AppNotFound(ConfigurationError):

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import InvalidInput
+from .limits import check_time
 
 __all__ = ["parse_duration", "parse_time", "zone"]
 
@@ -23,17 +24,21 @@ def zone(name: str) -> ZoneInfo:
     """The IANA zone ``name``; an unknown name is a clear error."""
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError, UnicodeError):  # odd names fail in odd ways
         raise InvalidInput(f"unknown time zone {name!r}; use an IANA name such as 'Europe/Istanbul' or 'UTC'") from None
 
 
 def parse_time(text: str, *, tz: str | None = None, what: str = "time") -> datetime:
-    """An aware datetime from ISO 8601 text; a naive one is read in ``tz`` or refused without it."""
+    """An aware datetime from ISO 8601 text; a naive one is read in ``tz`` or refused without it.
+
+    The time must lie in the supported range (``limits.TIME_MIN`` to ``TIME_MAX``).
+    """
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise InvalidInput(f"{what} {text!r} is not an ISO 8601 time; write e.g. 2026-12-01T14:59:59+03:00") from None
     if moment.tzinfo is not None:
+        check_time(moment, what)
         return moment
     if tz is None:
         raise InvalidInput(
@@ -41,6 +46,7 @@ def parse_time(text: str, *, tz: str | None = None, what: str = "time") -> datet
         )
     place = zone(tz)
     first = moment.replace(tzinfo=place, fold=0)
+    check_time(first, what)
     second = moment.replace(tzinfo=place, fold=1)
     if first.utcoffset() != second.utcoffset():
         roundtrip = first.astimezone(timezone.utc).astimezone(place).replace(tzinfo=None)

@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from vardiya.clock import VirtualClock
+from vardiya.errors import InvalidInput
 from vardiya.store import LedgerEntry, LedgerStatus, Store
 from vardiya.store.schema import ledger
 
@@ -116,7 +117,7 @@ def test_int_and_str_ids_share_the_decimal_key(store: Store) -> None:
 
     assert store.ledger.completed("job", "42", "p")
     assert store.ledger.done_among("job", "p", ["42", 42, 43]) == {"42"}
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidInput, match="record must be an int or a str id, got True"):
         store.ledger.mark("job", "p", [LedgerEntry(record=True, status=DONE)])
 
 

@@ -301,8 +301,10 @@ def test_the_decorator_declares_a_stage_and_returns_the_function() -> None:
 @pytest.mark.parametrize(
     ("changes", "match"),
     [
-        ({"name": "a@b"}, "without spaces or '@'"),
-        ({"name": ""}, "non-empty"),
+        ({"name": "a@b"}, "stage name must be 1 to 190 ASCII letters"),
+        ({"name": ""}, "stage name must be 1 to 190"),
+        ({"name": "a b"}, "got 'a b'"),
+        ({"name": "s" * 191}, r"got 'sss.*\(191 characters\)"),
         ({"fn": 3}, "fn must be callable"),
         ({"partitions": "monthly"}, "partition set"),
         ({"depends_on": ["clean"]}, "must map upstream stage names"),

@@ -16,8 +16,8 @@ import click
 from rich.table import Table
 
 from ..app import load_app
-from ..errors import InvalidInput, VardiyaError
-from ..invoke.invoker import Invoker
+from ..errors import InvalidInput, InvalidRecord, VardiyaError
+from ..invoke.invoker import Invoker, call_key, call_payloads, check_appends
 from ..invoke.worker import Worker
 from ..times import parse_time
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
@@ -70,14 +70,16 @@ def worker(
     return 0
 
 
-def _payloads(payload: str | None, payloads: str | None) -> list[Any]:
+def _payloads(payload: str | None, payloads: str | None) -> tuple[list[Any], list[str]]:
+    """The records, and where each came from (``--payload``, ``line 7 of FILE``) for messages."""
     if (payload is None) == (payloads is None):
         raise InvalidInput("give exactly one of --payload JSON or --payloads FILE (JSON lines, - for stdin)")
     if payload is not None:
-        return [_json(payload, "--payload")]
+        return [_json(payload, "--payload")], ["--payload"]
     assert payloads is not None
     text = sys.stdin.read() if payloads == "-" else _read(payloads)
-    return [_json(line, f"line {number} of {payloads}") for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+    lines = [(f"line {number} of {payloads}", line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+    return [_json(line, where) for where, line in lines], [where for where, _ in lines]
 
 
 def _read(path: str) -> str:
@@ -85,6 +87,9 @@ def _read(path: str) -> str:
         return Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise InvalidInput(f"cannot read --payloads {path}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        line = error.object[: error.start].count(b"\n") + 1
+        raise InvalidInput(f"line {line} of {path}: byte {error.object[error.start]:#04x} is not UTF-8 text") from None
 
 
 def _json(text: str, what: str) -> Any:
@@ -116,13 +121,17 @@ def _with_payloads(command: Any) -> Any:
 @global_options
 @click.argument("name", metavar="HANDLER")
 @click.option("--payload", metavar="JSON", required=True, help="The record, as JSON.")
-@click.option("--key", default=None, help="Dedup key (else the handler's key function).")
+@click.option("--key", default=None, help="Dedup key (else the handler's key function); only for a handler with Dedup.")
 @pass_settings
 def call_command(settings: Settings, name: str, payload: str, key: str | None) -> int:
     """Call HANDLER now (sync) and print its result; its error exits 1 after the caller's retries."""
     app = load_app(settings.app)
-    app.get_handler(name)
+    handler = app.get_handler(name)
     record = _json(payload, "--payload")
+    try:
+        call_key(handler, record, key)  # before the store is opened: bad input writes nothing
+    except InvalidRecord as error:
+        raise InvalidInput(f"--payload: {error.reason}") from None
     with settings.open_store(StoreUse.CREATE) as store:
         try:
             result = Invoker(store, app).call(name, record, key=key)
@@ -138,11 +147,24 @@ def call_command(settings: Settings, name: str, payload: str, key: str | None) -
 def _store_records(
     settings: Settings, name: str, payload: str | None, payloads: str | None, key: str | None, *, stream: bool
 ) -> list[int]:
-    """Submit (async) or append (stream) the records; the handler is checked before the store is opened."""
+    """Submit (async) or append (stream) the records; the handler and every record are checked before
+    the store is opened, so bad input writes nothing."""
     app = load_app(settings.app)
-    app.get_handler(name)
-    records = _payloads(payload, payloads)
-    keys = [key] * len(records) if key else None
+    handler = app.get_handler(name)
+    records, places = _payloads(payload, payloads)
+    if key is not None and not stream and len(records) != 1:
+        raise InvalidInput(
+            f"--key names one call, and {payloads} holds {len(records)} records; "
+            "give --key with a single --payload (each call its own key)"
+        )
+    keys = [key] * len(records) if key is not None else None
+    try:
+        if stream:
+            check_appends(handler, records, keys)
+        else:
+            call_payloads(handler, records, keys)
+    except InvalidRecord as error:
+        raise InvalidInput(f"{places[error.index]}: {error.reason}") from None
     with settings.open_store(StoreUse.CREATE) as store:
         invoker = Invoker(store, app)
         if stream:
@@ -154,7 +176,10 @@ def _store_records(
 @global_options
 @click.argument("name", metavar="HANDLER")
 @_with_payloads
-@click.option("--key", default=None, help="Dedup key for a single --payload.")
+@click.option(
+    "--key", default=None,
+    help="With Dedup, the call's dedup key; without, its idempotency key (a second submit with it stores nothing). One --payload only.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the handles as one JSON document.")
 @pass_settings
 def submit_command(

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..clock import to_seconds
 from ..errors import ConfigurationError, InvalidInput
+from ..limits import check_key, check_name
 from ..store.types import dumps_json
 from .batching import check_batch_size
 from .retry import CallerRetry, FixedWait, RetryPolicy
@@ -105,21 +106,38 @@ class Dedup:
         return float(self.window)  # type: ignore[arg-type]
 
     def key_of(self, record: Any, given: str | None = None) -> str:
-        """The record's key: ``given`` if any, else ``key(record)``, else the digest of its JSON."""
+        """The record's key: ``given`` if any, else ``key(record)``, else the digest of its JSON.
+
+        A key function that raises on the record, or returns something that is not a key, is an
+        ``InvalidInput`` naming the function and what it did (the caller adds the handler and record).
+        """
         if given is not None:
-            return _key_text(given)
+            return _key_text(given, "a dedup key")
         if self.key is not None:
-            return _key_text(self.key(record))
+            try:
+                key = self.key(record)
+            except Exception as error:  # noqa: BLE001 - the user's function: its error is bad input here
+                raise InvalidInput(
+                    f"the dedup key function {function_label(self.key)} raised {type(error).__name__}: {error}; "
+                    "make it accept every payload the handler gets, or give the key yourself"
+                ) from error
+            return _key_text(key, f"the key returned by the dedup key function {function_label(self.key)}")
         return payload_key(record)
 
 
-def _key_text(key: object) -> str:
+def function_label(fn: Callable[..., Any]) -> str:
+    """A function as a message names it: its name, and where it is defined (a lambda has no other name)."""
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return name
+    return f"{name} ({code.co_filename.rsplit('/', 1)[-1]}, line {code.co_firstlineno})"
+
+
+def _key_text(key: object, what: str) -> str:
     if isinstance(key, bool) or not isinstance(key, str | int):
-        raise InvalidInput(f"a dedup key must be a string or an integer, got {key!r}")
-    text = str(key)
-    if not text or len(text) > 500:
-        raise InvalidInput(f"a dedup key must be 1 to 500 characters long, got {len(text)}")
-    return text
+        raise InvalidInput(f"{what} must be a string or an integer, got {key!r}")
+    return check_key(str(key), what)
 
 
 def _default_id(record: Any) -> Any:
@@ -166,10 +184,7 @@ class Handler:
     """A record's identity for reports (default: a mapping's ``id`` or ``record`` field, else itself)."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name or len(self.name) > 190 or ":" in self.name:
-            raise InvalidInput(
-                f"a handler name must be 1 to 190 characters without ':', got {self.name!r}"
-            )
+        check_name(self.name, "a handler name")
         if not callable(self.fn):
             raise InvalidInput(f"handler {self.name!r} needs a function, got {self.fn!r}")
         object.__setattr__(self, "model", _enum(Model, self.model, "invocation model"))

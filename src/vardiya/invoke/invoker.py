@@ -17,13 +17,14 @@ import difflib
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..clock import Clock, SystemClock
-from ..errors import ConfigurationError, InvalidInput
+from ..errors import ConfigurationError, InvalidInput, InvalidRecord
+from ..limits import check_key
 from ..store.records import Attempt, ItemState
 from ..store.streams import Streams
-from ..store.types import dumps_json
+from ..store.types import check_no_nul, dumps_json
 from .execute import BatchRecord, run_attempt
 from .gate import StoreGate
 from .handlers import Handler, Model
@@ -32,7 +33,7 @@ from .metrics import Metrics, Prices, Tally, store_metrics
 if TYPE_CHECKING:
     from ..store.api import Store
 
-__all__ = ["CallStatus", "Handle", "Invoker", "find_handler"]
+__all__ = ["CallStatus", "Handle", "Invoker", "call_key", "call_payloads", "check_appends", "find_handler"]
 
 
 def find_handler(handlers: Mapping[str, Handler], name: str) -> Handler:
@@ -56,13 +57,107 @@ def handlers_of(source: Any) -> dict[str, Handler]:
 
 
 def check_record(handler: str, record: Any) -> None:
+    """A record the store can keep: JSON, without a NUL character (``types.check_no_nul``)."""
     try:
-        dumps_json(record)
+        text = dumps_json(record)
     except (TypeError, ValueError) as error:
         raise InvalidInput(
-            f"the payload for handler {handler!r} does not serialise to JSON ({error}); "
+            f"the payload does not serialise to JSON ({error}); "
             "pass dicts, lists, strings, numbers, booleans or None"
         ) from None
+    check_no_nul(text, "the payload")
+
+
+def _bad_record(handler: str, index: int, count: int, error: InvalidInput) -> InvalidRecord:
+    """``error`` about one record, as an ``InvalidRecord`` naming the handler and the record's place."""
+    reason = f"handler {handler!r}: {error}"
+    message = reason if count == 1 else f"handler {handler!r}, record {index + 1} of {count}: {error}"
+    return InvalidRecord(message, index=index, reason=reason)
+
+
+#: The command (and method) that fits each model, for the message refusing the others.
+_FITS = {
+    Model.SYNC: "vardiya invoke call (Invoker.call)",
+    Model.ASYNC: "vardiya invoke submit (Invoker.submit)",
+    Model.STREAM: "vardiya invoke append (Invoker.append)",
+}
+
+
+def _refuse_model(handler: Handler, why: str) -> NoReturn:
+    raise InvalidInput(f"handler {handler.name!r} is a {handler.model.value} handler: {why}; use {_FITS[handler.model]}")
+
+
+def _given_keys(what: str, records: list[Any], keys: Iterable[str | None] | None) -> list[str | None]:
+    given = list(keys) if keys is not None else [None] * len(records)
+    if len(given) != len(records):
+        raise InvalidInput(f"{what} got {len(records)} records but {len(given)} keys")
+    return given
+
+
+def call_payloads(
+    handler: Handler, records: list[Any], keys: Iterable[str | None] | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """(item key, payload) of each async call of ``records``, all checked before any is stored.
+
+    Pure: the CLI runs it before it opens the store, so bad input writes nothing, not even a new
+    SQLite file. A sync handler is refused; a bad record is an ``InvalidRecord``.
+    """
+    if handler.model is Model.SYNC:
+        _refuse_model(handler, "its caller waits for the result, so a call cannot be submitted for a worker")
+    given = _given_keys("submit_many", records, keys)
+    payloads = []
+    count = len(records)
+    name = handler.name
+    for index, (record, key) in enumerate(zip(records, given, strict=True)):
+        try:
+            check_record(name, record)
+            payload: dict[str, Any] = {"record": record}
+            item_key = uuid.uuid4().hex
+            if handler.dedup is not None:
+                payload["dedup_key"] = handler.dedup.key_of(record, key)
+            elif key is not None:
+                item_key = check_key(key, "an idempotency key (key=, --key)")
+        except InvalidInput as error:
+            raise _bad_record(name, index, count, error) from None
+        payloads.append((item_key, payload))
+    return payloads
+
+
+def call_key(handler: Handler, record: Any, key: str | None = None) -> str | None:
+    """The dedup key of a sync call of ``record`` (None without ``Dedup``), the record checked; pure.
+
+    A key given to a handler without ``Dedup`` is refused: a sync call stores nothing it could key.
+    """
+    if key is not None and handler.dedup is None:
+        raise InvalidInput(
+            f"handler {handler.name!r} has no Dedup, so a call has nothing to do with the key {key!r}; "
+            "declare dedup=Dedup(...) on the handler, or call without a key"
+        )
+    try:
+        check_record(handler.name, record)
+        return handler.dedup.key_of(record, key) if handler.dedup else None
+    except InvalidInput as error:
+        raise _bad_record(handler.name, 0, 1, error) from None
+
+
+def check_appends(handler: Handler, records: list[Any], keys: Iterable[str | None] | None = None) -> list[str | None]:
+    """The order keys of ``records`` for the handler's stream, every record checked; pure, as
+    ``call_payloads``. Only a stream handler takes appends. With ``Dedup`` each record's dedup key is
+    computed too, so a key function that fails on a record refuses it now, not its batch in a worker."""
+    if handler.model is not Model.STREAM:
+        _refuse_model(handler, "only a stream handler's records are consumed, so appended ones would never run")
+    given = _given_keys("append_many", records, keys)
+    count = len(records)
+    for index, (record, key) in enumerate(zip(records, given, strict=True)):
+        try:
+            check_record(handler.name, record)
+            if key is not None:
+                check_key(key, "a stream's order key")
+            if handler.dedup is not None:
+                handler.dedup.key_of(record)
+        except InvalidInput as error:
+            raise _bad_record(handler.name, index, count, error) from None
+    return given
 
 
 @dataclass(frozen=True)
@@ -119,11 +214,10 @@ class Invoker:
         without running the handler.
         """
         handler = self.handler(name).with_model(Model.SYNC)
-        check_record(name, record)
+        dedup_key = call_key(handler, record, key)
         began = self.clock.monotonic()
         tally = self._tallies.setdefault(name, Tally())
         tally.unique += 1
-        dedup_key = handler.dedup.key_of(record, key) if handler.dedup else None
         gate = StoreGate(self.store, handler, None) if self.store is not None else None
         entry = BatchRecord(offset=0, key=key, record=record, arrived_ms=0, dedup_key=dedup_key)
         call = 1
@@ -150,30 +244,26 @@ class Invoker:
     def submit(self, name: str, record: Any, *, key: str | None = None) -> Handle:
         """Store the request and return its handle; a worker runs it (the engine owns the retries).
 
-        ``key`` is the idempotency key for dedup (else the handler's dedup key function, if any).
+        ``key``: with ``Dedup``, the record's dedup key (else the key function's); without, the work
+        item's idempotency key: a second submit with the same key stores nothing and returns the first
+        handle (as an SQS FIFO MessageDeduplicationId or a Celery task_id would). A sync handler is
+        refused: its caller waits, so there is nothing to submit (use ``call``).
         """
         return self.submit_many(name, [record], keys=[key])[0]
 
     def submit_many(
         self, name: str, records: Iterable[Any], *, keys: Iterable[str | None] | None = None
     ) -> list[Handle]:
-        """Store many requests in one go (each checked before any is stored); their handles, in order."""
+        """Store many requests in one go (each checked before any is stored); their handles, in order.
+
+        ``keys`` as for ``submit``: records given the same key without ``Dedup`` are one item (one handle).
+        A bad record is an ``InvalidRecord`` whose ``index`` says which.
+        """
         handler = self.handler(name)
-        store = self._store("submit")
         began = self.clock.monotonic()
         records = list(records)
-        given = list(keys) if keys is not None else [None] * len(records)
-        if len(given) != len(records):
-            raise InvalidInput(f"submit_many got {len(records)} records but {len(given)} keys")
-        payloads = []
-        for record, key in zip(records, given, strict=True):
-            check_record(name, record)
-            payload: dict[str, Any] = {"record": record}
-            if handler.dedup is not None:
-                payload["dedup_key"] = handler.dedup.key_of(record, key)
-            elif key is not None:
-                payload["dedup_key"] = str(key)
-            payloads.append((uuid.uuid4().hex, payload))
+        payloads = call_payloads(handler, records, keys)
+        store = self._store("submit")
         kind = handler.call_kind
         ids = store.items.enqueue_many_ids(kind, payloads, max_attempts=handler.retry.max_attempts, wake=True)
         handles = self._handles(store, kind, [item_key for item_key, _ in payloads], ids)
@@ -220,22 +310,23 @@ class Invoker:
     # -- stream -------------------------------------------------------------------------------------
 
     def append(self, name: str, record: Any, *, key: str | None = None) -> int:
-        """Append a record to the handler's stream; returns its offset. ``key`` keeps order per key."""
+        """Append a record to the handler's stream; returns its offset. ``key`` keeps order per key.
+
+        Only a stream handler has a stream a worker consumes: any other is refused (use ``submit`` or
+        ``call``).
+        """
         return self.append_many(name, [record], keys=[key])[0]
 
     def append_many(
         self, name: str, records: Iterable[Any], *, keys: Iterable[str | None] | None = None
     ) -> list[int]:
-        """Append records in order (each checked before any is stored); returns their offsets."""
+        """Append records in order (each checked before any is stored, ``check_appends``); returns their
+        offsets."""
         handler = self.handler(name)
-        store = self._store("append")
         began = self.clock.monotonic()
         records = list(records)
-        given = list(keys) if keys is not None else [None] * len(records)
-        if len(given) != len(records):
-            raise InvalidInput(f"append_many got {len(records)} records but {len(given)} keys")
-        for record in records:
-            check_record(name, record)
+        given = check_appends(handler, records, keys)
+        store = self._store("append")
         offsets = Streams(store).append_many(
             handler.name,
             list(zip(given, records, strict=True)),

@@ -22,6 +22,7 @@ from typing import Any, TypeVar, overload
 
 from ..errors import ConfigurationError
 from .mapping import PartitionMapping
+from ..limits import check_name
 from .partitions import PartitionSet, Unpartitioned
 
 __all__ = ["Pipeline", "Stage"]
@@ -31,11 +32,8 @@ DependsOn = Mapping[str, PartitionMapping | Iterable[PartitionMapping]]
 
 
 def _check_name(name: object, what: str) -> str:
-    if not isinstance(name, str) or not name or "@" in name or any(char.isspace() for char in name):
-        raise ConfigurationError(
-            f"{what} name {name!r} must be non-empty text without spaces or '@' (tasks are named stage@key)"
-        )
-    return name
+    """The rule of ``limits.check_name``: no spaces, no '@' (tasks are named stage@key), a bounded length."""
+    return check_name(name, f"{what} name")
 
 
 def _dependencies(stage: str, depends_on: object) -> Mapping[str, tuple[PartitionMapping, ...]]:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..errors import InvalidInput
+from ..limits import check_key
 from ..store.records import ItemState
 from ..store.schema import work_items
 
@@ -113,13 +114,35 @@ def load_workload(path: str | Path) -> Workload:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise InvalidInput(f"cannot read the workload {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        line = error.object[: error.start].count(b"\n") + 1
+        raise InvalidInput(
+            f"{path}, line {line}: byte {error.object[error.start]:#04x} is not UTF-8 text; "
+            "save the workload as a UTF-8 CSV of record,outcome[,duration_ms]"
+        ) from None
     return parse_workload(text.splitlines(), source=str(path))
 
 
 def parse_workload(lines: Iterable[str], *, source: str = "workload") -> Workload:
-    """Parse the lines of a workload CSV (header first)."""
-    rows = csv.reader(lines)
-    header = tuple(name.strip() for name in next(rows, []))
+    """Parse the lines of a workload CSV (header first); a record id is a key (``limits.check_key``)."""
+    try:
+        return _parse(csv.reader(lines), source)
+    except csv.Error as error:
+        # the reader's own errors (a field over its limit, a NUL byte): name the line it was on
+        raise InvalidInput(f"{source}, line {rows_read(error)}: not a workload CSV line ({error})") from None
+
+
+def rows_read(error: csv.Error) -> int:
+    """The line a csv.Error was raised on (the reader's count, attached by ``_parse``)."""
+    return getattr(error, "vardiya_line", 0)
+
+
+def _parse(rows: Any, source: str) -> Workload:
+    try:
+        header = tuple(name.strip() for name in next(rows, []))
+    except csv.Error as error:
+        error.vardiya_line = 1  # type: ignore[attr-defined]
+        raise
     if header not in _HEADERS:
         raise InvalidInput(
             f"{source}, line 1: expected the header 'record,outcome' or 'record,outcome,duration_ms', "
@@ -129,7 +152,7 @@ def parse_workload(lines: Iterable[str], *, source: str = "workload") -> Workloa
     known = ", ".join(outcome.value for outcome in Outcome)
     seen: set[int | str] = set()
     records: list[WorkloadRecord] = []
-    for line, row in enumerate(rows, start=2):
+    for line, row in _numbered(rows):
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         if len(row) not in (2, columns):
@@ -137,6 +160,7 @@ def parse_workload(lines: Iterable[str], *, source: str = "workload") -> Workloa
         record_text = row[0].strip()
         if not record_text:
             raise InvalidInput(f"{source}, line {line}: the record id is empty")
+        check_key(record_text, f"{source}, line {line}: a record id")
         record = _record_id(record_text)
         outcome_text = row[1].strip()
         try:
@@ -151,6 +175,21 @@ def parse_workload(lines: Iterable[str], *, source: str = "workload") -> Workloa
         seen.add(record)
         records.append(WorkloadRecord(record, outcome, duration))
     return Workload(records=tuple(records), source=source)
+
+
+def _numbered(rows: Any) -> Any:
+    """(line, row) from line 2 on; a csv.Error leaves with the line it was raised on."""
+    line = 1
+    while True:
+        line += 1
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            error.vardiya_line = line  # type: ignore[attr-defined]
+            raise
+        yield line, row
 
 
 def _duration(text: str, source: str, line: int) -> float:

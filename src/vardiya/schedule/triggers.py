@@ -20,7 +20,6 @@ in ``vardiya pipeline triggers`` what started each run.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
@@ -30,6 +29,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 from ..errors import ConfigurationError
+from ..limits import check_name
 from ..pipeline.partitions import PartitionKind, PartitionSet
 from .catchup import CatchUpPolicy
 
@@ -44,7 +44,6 @@ __all__ = [
     "partition_window",
 ]
 
-_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 def check_zone(tz: object, what: str) -> ZoneInfo:
@@ -106,10 +105,8 @@ class Trigger:
     stages: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.name is not None and (not isinstance(self.name, str) or not _NAME.match(self.name)):
-            raise ConfigurationError(
-                f"trigger name {self.name!r} must be letters, digits, '_', '-' or '.', e.g. 'nightly'"
-            )
+        if self.name is not None:
+            check_name(self.name, "a trigger name")
         if self.stages is not None:
             given: object = self.stages
             if isinstance(given, str) or not isinstance(given, Iterable):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import ensure_aware
 from ..errors import ConfigurationError, InvalidInput
+from ..limits import check_name
 from ..schedule.catchup import CatchUpPolicy
 from .scheme import Period, SlotPosition, SlotScheme, describe_duration
 
@@ -198,8 +199,7 @@ class SlotJob:
     handler_takes_context: bool = field(init=False, default=True)
 
     def __post_init__(self) -> None:
-        if not self.name or not isinstance(self.name, str):
-            raise ConfigurationError("a slot job needs a name, e.g. 'nightly_users'")
+        check_name(self.name, "a slot job name (e.g. 'nightly_users')")
         for label, value, low in (
             ("runs_per_slot", self.runs_per_slot, 1),
             ("backfill_limit", self.backfill_limit, 0),

@@ -48,6 +48,7 @@ from itertools import islice
 from typing import Any
 
 from ..clock import Clock, SystemClock, VirtualClock, ensure_aware
+from ..limits import check_time
 from ..store import LedgerStatus, Store
 from ..store.records import record_key
 from .closed import history_from as _history_from
@@ -431,7 +432,7 @@ def run_tick(
     """
     clock = clock or store.clock
     timer = timer or clock
-    planned_at = ensure_aware(planned_at, "planned time")
+    planned_at = check_time(ensure_aware(planned_at, "planned time"), "planned time")  # before any read or write
     scheme = job.scheme_at(planned_at)
     position = scheme.locate(planned_at)
     period, slot = position.period, position.slot
@@ -492,7 +493,9 @@ def replay(
     durations are measured on ``timer``, the real clock by default: time is virtual, the cost is not.
     """
     timer = timer or SystemClock()
-    clock = clock or VirtualClock(ensure_aware(start, "start"))
+    start = check_time(ensure_aware(start, "start"), "start")
+    end = check_time(ensure_aware(end, "end"), "end")
+    clock = clock or VirtualClock(start)
     downtime = [(ensure_aware(a, "downtime start"), ensure_aware(b, "downtime end")) for a, b in skip]
     report = ReplayReport()
     for planned in planned_ticks(job, start, end):

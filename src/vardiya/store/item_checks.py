@@ -11,25 +11,30 @@ from typing import Any
 
 from ..clock import to_seconds
 from ..errors import InvalidInput
-from .types import dumps_json
+from ..limits import check_key, check_kind
+from .types import check_no_nul, dumps_json
 
 __all__ = ["check_max_attempts", "check_payload", "checked_payloads", "lease_seconds"]
 
 
 def check_payload(kind: str, key: str, payload: Any) -> str:
-    """The payload's JSON text (what the store keeps); a payload that has none is bad input."""
+    """The payload's JSON text (what the store keeps); a payload that has none, or holds a NUL, is bad
+    input. The key is checked too (``limits.check_key``): both go in the same row."""
+    check_key(key, f"the key of a {kind} item")
     try:
-        return dumps_json(payload)
+        text = dumps_json(payload)
     except (TypeError, ValueError) as error:
         raise InvalidInput(
             f"payload of {kind} item {key!r} does not serialise to JSON ({error}); "
             "pass dicts, lists, strings, numbers, booleans or None"
         ) from None
+    return check_no_nul(text, f"payload of {kind} item {key!r}")
 
 
 def checked_payloads(kind: str, items: Iterable[tuple[str, Any]]) -> list[tuple[str, str]]:
     """(key, payload JSON text) of every item, each key once: a key given twice keeps its first
     payload, as two separate enqueues would."""
+    check_kind(kind)
     texts: dict[str, str] = {}
     for key, payload in items:
         if key not in texts:

@@ -28,6 +28,7 @@ import sqlalchemy as sa
 
 from ..clock import ensure_aware
 from ..errors import InvalidInput, LeaseLost
+from ..limits import check_key, check_kind
 from .engine import DriverConnection
 from .hot import EnqueueRow, Statements, complete_counting, complete_returning, hot_sql, run_statements
 from .item_checks import check_max_attempts, check_payload, checked_payloads, lease_seconds
@@ -36,7 +37,7 @@ from .records import AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
 from .schema import work_item_keys, work_items
 from .streams import notify
-from .types import UTCMicros, dumps_json
+from .types import UTCMicros, check_no_nul, dumps_json
 from .url import Backend
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ class WorkItems(ItemReads):
         Without a key the item gets a random one, so enqueueing twice makes two items.
         """
         key = key if key is not None else uuid.uuid4().hex
-        text = check_payload(kind, key, payload)
+        text = check_payload(check_kind(kind), key, payload)
         check_max_attempts(max_attempts)
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
@@ -187,6 +188,7 @@ class WorkItems(ItemReads):
         rows: dict[tuple[str, str], EnqueueRow] = {}
         for kind, key, payload, max_attempts, run_after in items:
             if (kind, key) not in rows:
+                check_kind(kind)
                 check_max_attempts(max_attempts)
                 after = ensure_aware(run_after, "run_after")
                 rows[(kind, key)] = (kind, key, check_payload(kind, key, payload), max_attempts, after)

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from ..errors import InvalidInput
+from ..limits import PERIOD_MAX, check_key, check_name
 from .claims import RecordClaims
 from .hot import _LEDGER_COLUMNS, HotSQL, hot_sql
 from .records import LedgerEntry, LedgerRow, LedgerStatus, record_key
@@ -127,11 +129,18 @@ class Ledger:
     def mark(self, job: str, period: str, entries: Iterable[LedgerEntry], *, chunk_size: int = CHUNK_SIZE) -> int:
         """Record outcomes for many records, one transaction per chunk; returns how many were marked.
 
-        The upsert is the hot statement of ``hot.py``, run as driver SQL with plain tuples.
+        The upsert is the hot statement of ``hot.py``, run as driver SQL with plain tuples. The job is a
+        name and the period a key of at most 64 characters (``limits``); every entry is a
+        ``LedgerEntry``: a chunk with anything else is refused before it is written.
         """
+        check_name(job, "a ledger job name")
+        check_key(period, "a ledger period", PERIOD_MAX)
         marked = 0
         hot = self._hot
         for chunk in _chunks(entries, chunk_size):
+            for entry in chunk:
+                if entry.__class__ is not LedgerEntry:
+                    raise InvalidInput(f"ledger.mark takes LedgerEntry values, got {entry!r}")
             marked += self._upsert(hot.ledger_rows(job, period, chunk))
         return marked
 

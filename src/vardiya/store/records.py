@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import FrozenInstanceError, dataclass
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
+from ..errors import InvalidInput
+from ..limits import check_key
 from .types import from_micros
 
 __all__ = [
@@ -337,7 +340,12 @@ class Attempt:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LedgerEntry:
-    """One outcome to mark in the ledger for a record of a job's period."""
+    """One outcome to mark in the ledger for a record of a job's period.
+
+    Checked when it is made, as the other values are: a record id that is an int or a key
+    (``limits.check_key``), a ``LedgerStatus`` (or its value, ``"done"``), counts that are whole numbers
+    of 0 or more, aware times, a finite duration. A bad one is an ``InvalidInput`` naming the field.
+    """
 
     record: int | str
     status: LedgerStatus
@@ -349,6 +357,38 @@ class LedgerEntry:
     bytes: int = 0
     error: str | None = None
     slot: int | None = None
+
+    def __post_init__(self) -> None:
+        record = self.record
+        if isinstance(record, bool) or not isinstance(record, int | str):
+            raise InvalidInput(f"a ledger entry's record must be an int or a str id, got {record!r}")
+        if isinstance(record, str):
+            check_key(record, "a ledger entry's record id")
+        if self.status.__class__ is not LedgerStatus:
+            try:
+                object.__setattr__(self, "status", LedgerStatus(self.status))
+            except ValueError:
+                known = ", ".join(status.value for status in LedgerStatus)
+                raise InvalidInput(
+                    f"a ledger entry's status must be one of: {known} (or LedgerStatus), got {self.status!r}"
+                ) from None
+        for name in ("attempts", "rows", "bytes", "slot"):
+            value = getattr(self, name)
+            if value is None and name == "slot":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInput(f"a ledger entry's {name} must be a whole number of 0 or more, got {value!r}")
+        duration = self.duration_ms
+        if isinstance(duration, bool) or not isinstance(duration, int | float) or not math.isfinite(duration) or duration < 0:
+            raise InvalidInput(f"a ledger entry's duration_ms must be a finite number of 0 or more, got {duration!r}")
+        for name in ("started_at", "finished_at"):
+            moment = getattr(self, name)
+            if moment is not None and (
+                not isinstance(moment, datetime) or moment.tzinfo is None or moment.tzinfo.utcoffset(moment) is None
+            ):
+                raise InvalidInput(f"a ledger entry's {name} must be an aware datetime or None, got {moment!r}")
+        if self.error is not None and not isinstance(self.error, str):
+            raise InvalidInput(f"a ledger entry's error must be text or None, got {self.error!r}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

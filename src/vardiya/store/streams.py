@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..errors import InvalidInput
+from ..limits import check_key, check_kind, check_name
 from .hot import ITEM_KEY_INSERT, _sqlite_time
 from .records import ItemState
 from .schema import stream_lanes, stream_records, work_items
-from .types import dumps_json
+from .types import check_no_nul, dumps_json
 from .url import Backend
 
 if TYPE_CHECKING:
@@ -68,12 +69,13 @@ def batch_ready(
 
 def _check_record(stream: str, record: Any) -> None:
     try:
-        dumps_json(record)
+        text = dumps_json(record)
     except (TypeError, ValueError) as error:
         raise InvalidInput(
             f"a record appended to stream {stream!r} does not serialise to JSON ({error}); "
             "pass dicts, lists, strings, numbers, booleans or None"
         ) from None
+    check_no_nul(text, f"a record appended to stream {stream!r}")
 
 
 def notify(connection: sa.Connection, backend: Backend, kind: str) -> None:
@@ -98,10 +100,13 @@ class Streams:
         chunk_size: int = 2_000,
     ) -> list[int]:
         """Append (key, record) pairs in order; returns their offsets. Every record is checked first."""
+        check_name(stream, "a stream name")
+        if kind is not None:
+            check_kind(kind)
         for key, record in records:
             _check_record(stream, record)
-            if key is not None and (not isinstance(key, str) or len(key) > 500):
-                raise InvalidInput(f"a stream key must be a string of at most 500 characters, got {key!r}")
+            if key is not None:
+                check_key(key, "a stream's order key")
         now = self._store.clock.now()
         rows = [
             {"stream": stream, "lane": lane_of(key, lanes), "key": key, "payload": record, "appended_at": now}

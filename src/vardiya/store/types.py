@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -10,12 +11,44 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 
-__all__ = ["JSONDocument", "UTCDateTime", "UTCMicros", "dumps_json", "from_micros", "to_micros"]
+from ..errors import InvalidInput
+
+__all__ = [
+    "JSONDocument", "UTCDateTime", "UTCMicros", "check_no_nul", "dumps_json", "from_micros", "has_nul", "to_micros",
+]
 
 
 def dumps_json(value: Any) -> str:
     """The one JSON encoding of the store: compact, keys kept in the caller's order."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+# An escaped NUL is ``\u0000`` after an even number of backslashes (an odd one makes it the text
+# ``\u0000`` of a literal backslash, which every backend stores).
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def has_nul(text: str) -> bool:
+    """Whether JSON text made by ``dumps_json`` holds a NUL character (U+0000) in a string.
+
+    ``json`` always escapes NUL, so a substring test settles nearly every text at C speed; only a text
+    that holds the six characters is searched for an escape that is not a literal backslash.
+    """
+    return "\\u0000" in text and _NUL_ESCAPE.search(text) is not None
+
+
+def check_no_nul(text: str, what: str) -> str:
+    """``text`` (JSON from ``dumps_json``), unless it holds a NUL character: then one line, nothing written.
+
+    PostgreSQL's ``jsonb`` cannot hold U+0000 and SQLite can; refusing it on both keeps the backends
+    accepting the same payloads (as SQS refuses it in a message body).
+    """
+    if has_nul(text):
+        raise InvalidInput(
+            f"{what} holds a NUL character (U+0000), which the store does not keep on PostgreSQL or SQLite; "
+            "remove it, or encode binary data (e.g. base64) before passing it"
+        )
+    return text
 
 
 class UTCDateTime(sa.TypeDecorator[datetime]):
