@@ -215,6 +215,12 @@ def _import(location: str, option: str) -> Any:
             del sys.modules[module_name]
             raise
         return module
+    # A module name is looked up from the working directory first, as `celery -A` and `uvicorn` do:
+    # `VARDIYA_APP=jobs:app` beside jobs.py works from the installed `vardiya` script too, whose
+    # sys.path starts at its bin directory, not at the working directory as `python -m` does.
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
     try:
         return importlib.import_module(location)
     except ModuleNotFoundError as error:

@@ -104,7 +104,7 @@ def test_stream_append_and_a_sync_call(fast: tuple[Path, list[str]]) -> None:
     # retry_batch: 3 batches of 10, each holding a poison record: 3 calls each, 30 dead, 27 co-failed
     assert (metrics["calls"], metrics["dead_letter"], metrics["co_failed"]) == (9, 30, 27)
 
-    ok = run_cli("invoke", "call", "validate_sync", "--payload", '{"id": 7}', *options, cwd=cwd)
+    ok = run_cli("invoke", "call", "validate_sync", "--payload", '{"id": 7}', "--json", *options, cwd=cwd)
     assert ok.code == 0 and json.loads(ok.stdout)["result"] == {"id": 7, "valid": True}
     failed = run_cli("invoke", "call", "validate_sync", "--payload", '{"id": 10}', *options, cwd=cwd)
     assert failed.code == 1 and "ValueError: reading 10 is poison" in failed.stderr
@@ -117,7 +117,7 @@ def test_stream_append_and_a_sync_call(fast: tuple[Path, list[str]]) -> None:
         (["invoke", "submit", "validate", "--payload", "{bad"], ["--payload is not valid JSON"]),
         (["invoke", "submit", "validate"], ["exactly one of --payload JSON or --payloads FILE"]),
         (["invoke", "append", "validat", "--payload", "1"], ["did you mean 'validate'"]),
-        (["worker", "--handler", "nosuch"], ["unknown handler 'nosuch'"]),
+        (["worker", "--only", "nosuch"], ["--only 'nosuch' is not a handler", "validate"]),
         (["worker", "--concurrency", "0"], ["concurrency must be a whole number of at least 1"]),
         (["dlq", "redrive", "--max-attempts", "0"], ["--max-attempts must be a whole number of at least 1"]),
         (["dlq", "redrive", "--rate", "fast"], ["--rate 'fast' is not a rate"]),

@@ -139,7 +139,7 @@ def test_at_reads_a_naive_time_in_the_zone_and_nests(tmp_path: Path) -> None:
     # Nested: the second half of hour 14 is slot 14 + 24.
     assert (document["period"], document["slot"]) == ("2026-12-01", 38)
     assert document["window_start"] == "2026-12-01T14:30:00+03:00"
-    short = run_json("slots", "at", "2026-12-01T10:07:30Z", "--slots", "10", "--period", "10m", cwd=tmp_path)
+    short = run_json("slots", "at", "2026-12-01T10:07:30Z", "--slots", "10", "--period-length", "10m", cwd=tmp_path)
     assert (short["period"], short["slot"]) == ("2026-12-01T10:00", 7)
     people = run_cli("slots", "at", "2026-12-01T14:59:59Z", "--slots", "24", cwd=tmp_path)
     assert people.code == 0 and "window_start" in people.stdout
@@ -153,7 +153,7 @@ def test_at_reads_a_naive_time_in_the_zone_and_nests(tmp_path: Path) -> None:
         (["2026-12-01T10:00", "--slots", "24", "--tz", "Mars/Olympus"], ["unknown time zone", "Mars/Olympus"]),
         (["2026-03-08T02:30", "--slots", "24", "--tz", "America/New_York"], ["does not exist", "offset"]),
         (["yesterday", "--slots", "24"], ["not an ISO 8601 time"]),
-        (["2026-12-01T10:00", "--slots", "24", "--period", "soon"], ["--period", "not a duration"]),
+        (["2026-12-01T10:00", "--slots", "24", "--period-length", "soon"], ["--period-length", "not a duration"]),
     ],
 )
 def test_at_bad_input(tmp_path: Path, args: list[str], fragments: list[str]) -> None:

@@ -97,6 +97,28 @@ def test_a_period_close_trigger_runs_each_day_once_after_its_close(store: Store,
     assert run["planned_at"] == (DAY1 + timedelta(days=1, hours=2)).isoformat() and run["rows"] == 5
 
 
+def test_a_first_start_on_a_new_store_passes_nothing_by_and_says_how_to_backfill(
+    store: Store, clock: VirtualClock, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A new pipeline whose partitions began days ago: the latest closed day fires; the earlier days
+    were never missed (no scheduler was meant to run them), so nothing counts as passed by, and the
+    log names them and the backfill command that runs them."""
+    app = App("late-start")
+    pipeline = landing_pipeline("daily", tmp_path / "landing", Daily(start="2026-12-01", end="2026-12-10"))
+    app.add_pipeline(pipeline, root=tmp_path / "out", triggers=[PeriodClose(delay=timedelta(hours=2), name="closed")])
+    at(clock, DAY1 + timedelta(days=5, hours=3))
+    with caplog.at_level("INFO", logger="vardiya"):
+        step = Scheduler(store, app).step()
+    assert [firing.payload["partition"] for firing in step.fired] == ["2026-12-05"]
+    assert step.skipped == {}
+    state = store.schedules.get(next(iter(Scheduler(store, app).schedules)))
+    assert state is not None and state.skipped == 0
+    said = [record.getMessage() for record in caplog.records if "first start" in record.getMessage()]
+    assert len(said) == 1 and "4 earlier time(s)" in said[0], said
+    assert "vardiya pipeline backfill daily --from 2026-12-01 --to 2026-12-04" in said[0]
+    assert not [record for record in caplog.records if "passed by" in record.getMessage()]
+
+
 def test_a_schedule_that_fires_before_the_data_is_reported_as_an_empty_run(
     store: Store, clock: VirtualClock, tmp_path: Path
 ) -> None:

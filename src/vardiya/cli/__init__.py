@@ -12,6 +12,7 @@ import click
 
 from .. import __version__
 from ..errors import VardiyaError
+from .commands import Group
 from .context import global_options
 from .db import db
 from .demo import demo
@@ -28,7 +29,7 @@ from .ticks import replay_command, tick
 __all__ = ["cli", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @global_options
 @click.version_option(__version__, "--version", prog_name="vardiya")
 def cli() -> None:

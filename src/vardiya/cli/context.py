@@ -61,7 +61,11 @@ class Settings:
 
     @property
     def console(self) -> Console:
-        """Where output for people goes: Rich on stdout, colours only on a terminal."""
+        """Where output for people goes: Rich on stdout, colours only on a terminal.
+
+        Its width is the terminal's, or ``COLUMNS``, or 80 when piped; the tables of every command
+        (``vardiya.output.FitTable``) fit it without cutting a cell.
+        """
         return Console(highlight=False)
 
 
@@ -92,7 +96,7 @@ def global_options(command: F) -> F:
         envvar="VARDIYA_DB",
         expose_value=False,
         callback=_remember("db"),
-        help="The state store: sqlite:///path.db or postgresql://… (or VARDIYA_DB; default sqlite:///vardiya.db).",
+        help="The state store: sqlite:///path.db or postgresql://user@host/db (or VARDIYA_DB; default sqlite:///vardiya.db).",
     )(command)
     return command
 

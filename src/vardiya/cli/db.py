@@ -5,12 +5,13 @@ from __future__ import annotations
 import click
 
 from ..store import SchemaState, store_version, upgrade_store
+from .commands import Group
 from .context import Settings, emit_json, global_options, pass_settings
 
 __all__ = ["db"]
 
 
-@click.group()
+@click.group(cls=Group)
 def db() -> None:
     """Create, migrate and inspect the state store's schema."""
 

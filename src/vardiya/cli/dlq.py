@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import click
-from rich.table import Table
+from rich.markup import escape
 
 from ..errors import InvalidInput
 from ..invoke import dlq as letters
+from ..output import FitTable, cell
 from ..times import parse_duration
+from .commands import Group
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 
 __all__ = ["dlq"]
@@ -39,7 +42,7 @@ def _filters(command: Any) -> Any:
     return command
 
 
-@click.group()
+@click.group(cls=Group)
 @global_options
 def dlq() -> None:
     """Dead letters: async calls and stream batches that ran out of attempts, with their history."""
@@ -60,14 +63,14 @@ def list_command(
         emit_json({"dead_letters": [letter.to_json() for letter in found], "total": len(found),
                    "records": sum(letter.records for letter in found)})
         return 0
-    table = Table(title=f"{len(found)} dead letter(s)")
+    table = FitTable(title=f"{len(found)} dead letter(s), times in UTC")
     for column in ("id", "handler", "model", "records", "co-failed", "tries"):
-        table.add_column(column, justify="right" if column in ("id", "records", "co-failed", "tries") else "left", no_wrap=True)
-    table.add_column("dead since", no_wrap=True)
-    table.add_column("error", no_wrap=True, overflow="ellipsis", min_width=20)
+        table.add_column(column, justify="right" if column in ("id", "records", "co-failed", "tries") else "left")
+    table.add_column("dead since")
+    table.add_column("error", wrap=True)
     for letter in found:
         table.add_row(str(letter.id), letter.handler, letter.model, str(letter.records), str(letter.co_failed),
-                      str(letter.attempts), f"{letter.dead_since:%m-%d %H:%M}", letter.error or "")
+                      str(letter.attempts), f"{letter.dead_since:%Y-%m-%d %H:%M}", escape(letter.error or ""))
     settings.console.print(table)
     return 0
 
@@ -87,19 +90,20 @@ def show_command(settings: Settings, item_id: int, as_json: bool) -> int:
     console = settings.console
     console.print(f"dead letter {document['id']}: {document['handler']} ({document['model']}), "
                   f"{len(document['records'])} record(s), {document['attempts']}/{document['max_attempts']} attempts")
-    console.print(f"last error: {document['error']}")
-    history = Table(title="attempts")
-    for column in ("attempt", "outcome", "ended at", "error"):
+    console.print(f"last error: {cell(document['error'])}")
+    history = FitTable(title="attempts (UTC)")
+    for column in ("attempt", "outcome", "ended at"):
         history.add_column(column)
+    history.add_column("error", wrap=True)
     for attempt in document["history"]:
-        history.add_row(str(attempt["attempt"]), attempt["outcome"], attempt["ended_at"], (attempt["error"] or "")[:100])
+        history.add_row(str(attempt["attempt"]), attempt["outcome"], attempt["ended_at"], escape(attempt["error"] or ""))
     console.print(history)
     shown = document["records"][:20]
-    records = Table(title=f"records ({len(shown)} of {len(document['records'])} shown)")
-    records.add_column("record")
+    records = FitTable(title=f"records ({len(shown)} of {len(document['records'])} shown; --json lists them all)")
+    records.add_column("record", wrap=True)
     records.add_column("processed", justify="right")
     for record in shown:
-        records.add_row(str(record["record"])[:100], str(record["processed"]))
+        records.add_row(escape(json.dumps(record["record"])), cell(record["processed"]))
     console.print(records)
     return 0
 

@@ -7,21 +7,28 @@ by hand: the payload is JSON (``--payload``) or a file of JSON lines (``--payloa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.table import Table
+from rich.markup import escape
 
 from ..app import load_app
 from ..errors import InvalidInput, InvalidRecord, VardiyaError
 from ..invoke.invoker import Invoker, call_key, call_payloads, check_appends
 from ..invoke.worker import Worker
+from ..output import FitTable, cell, progress
+from ..schedule.plan import pipeline_kind, tick_kind
+from ..service.work import ServiceWork
 from ..times import parse_time
+from .commands import Group, renamed_option
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
-from .services import service_options, service_store, while_signalled
+from .services import check_names, log_start, service_options, service_store, while_signalled
 
 __all__ = ["invoke", "worker"]
 
@@ -32,9 +39,10 @@ __all__ = ["invoke", "worker"]
 @click.option("--until-idle", is_flag=True, help="Exit once no work of the app is left to run.")
 @click.option("--lease", type=float, default=30.0, show_default=True, help="Seconds a claim holds an item between heartbeats.")
 @click.option("--prefetch", type=int, default=100, show_default=True, help="Async calls or batches claimed at a time per thread.")
-@click.option("--handler", "names", multiple=True, metavar="NAME", help="Only these handlers (repeatable).")
+@click.option("--only", "names", multiple=True, metavar="NAME", help="Only this handler, slot job or pipeline (repeatable).")
 @service_options
 @click.option("--json", "as_json", is_flag=True, help="Print the worker's report as one JSON document.")
+@renamed_option("--handler", "--only", "names", multiple=True, metavar="NAME")
 @pass_settings
 def worker(
     settings: Settings,
@@ -53,21 +61,62 @@ def worker(
         raise InvalidInput(
             f"app {app.name!r} declares no handlers, slot jobs or pipelines; declare one with @app.handler(...)"
         )
+    check_names(app, names, "--only")
     with service_store(settings, log_format, metrics_port) as (store, metrics):
-        running = Worker(
-            store, app, concurrency=concurrency, lease=lease, prefetch=prefetch, names=names or None, metrics=metrics
-        )
+        running = _worker(store, app, names, metrics, concurrency=concurrency, lease=lease, prefetch=prefetch)
+        log_start("worker", store, app, running.owner, _worker_runs(running), "work items of those kinds")
         # SIGTERM (and Ctrl-C) drain: the item in hand is finished, the rest released, exit 0.
-        report = while_signalled(running.stop, lambda: running.run(until_idle=until_idle))
+        with _counting(settings, running, until_idle):
+            report = while_signalled(running.stop, lambda: running.run(until_idle=until_idle))
     if as_json:
         emit_json(report.to_json())
     else:
-        table = Table(title=f"worker {running.owner}")
+        table = FitTable(title=f"worker {running.owner}")
         for name in report.to_json():
             table.add_column(name.replace("_", " "), justify="right")
-        table.add_row(*(str(value) for value in report.to_json().values()))
+        table.add_row(*(cell(value) for value in report.to_json().values()))
         settings.console.print(table)
     return 0
+
+
+def _worker(store: Any, app: Any, names: tuple[str, ...], metrics: Any, **options: Any) -> Worker:
+    """A worker of the whole app, or of the handlers, slot jobs and pipelines ``--only`` names."""
+    if not names:
+        return Worker(store, app, metrics=metrics, **options)
+    services = ServiceWork(store, app, metrics=metrics)
+    chosen = {tick_kind(name) for name in names} | {pipeline_kind(name) for name in names}
+    services.kinds = [kind for kind in services.kinds if kind in chosen]
+    handlers = {name: app.handlers[name] for name in names if name in app.handlers}
+    return Worker(store, handlers, services=services, metrics=metrics, **options)
+
+
+def _worker_runs(running: Worker) -> list[str]:
+    services = running.services.kinds if running.services is not None else []
+    return [*running.handlers, *services]
+
+
+@contextlib.contextmanager
+def _counting(settings: Settings, running: Worker, until_idle: bool) -> Iterator[None]:
+    """With --until-idle on a terminal, the worker's counts as they grow; nothing when piped."""
+    if not until_idle:
+        yield
+        return
+    with progress(settings.console, "worker", None) as advance:
+        done = threading.Event()
+
+        def show() -> None:
+            while not done.wait(0.2):
+                counts = running.report
+                advance(0, f"{counts.items:,} item(s): {counts.succeeded:,} succeeded, {counts.retried:,} retried, "
+                           f"{counts.dead:,} dead; {counts.ticks:,} tick(s), {counts.pipeline_runs:,} pipeline run(s)")
+
+        watcher = threading.Thread(target=show, name="vardiya-progress", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join(timeout=2)
 
 
 def _payloads(payload: str | None, payloads: str | None) -> tuple[list[Any], list[str]]:
@@ -99,7 +148,7 @@ def _json(text: str, what: str) -> Any:
         raise InvalidInput(f"{what} is not valid JSON ({error.msg} at column {error.colno})") from None
 
 
-@click.group()
+@click.group(cls=Group)
 @global_options
 def invoke() -> None:
     """The caller's side: call (sync), submit and status (async), append (stream), metrics."""
@@ -122,8 +171,9 @@ def _with_payloads(command: Any) -> Any:
 @click.argument("name", metavar="HANDLER")
 @click.option("--payload", metavar="JSON", required=True, help="The record, as JSON.")
 @click.option("--key", default=None, help="Dedup key (else the handler's key function); only for a handler with Dedup.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON document.")
 @pass_settings
-def call_command(settings: Settings, name: str, payload: str, key: str | None) -> int:
+def call_command(settings: Settings, name: str, payload: str, key: str | None, as_json: bool) -> int:
     """Call HANDLER now (sync) and print its result; its error exits 1 after the caller's retries."""
     app = load_app(settings.app)
     handler = app.get_handler(name)
@@ -140,7 +190,10 @@ def call_command(settings: Settings, name: str, payload: str, key: str | None) -
         except Exception as error:  # noqa: BLE001 - the handler's own error reaches the caller: exit 1
             click.echo(f"vardiya: {name} failed: {type(error).__name__}: {error}", err=True)
             return 1
-    emit_json({"handler": name, "result": result})
+    if as_json:
+        emit_json({"handler": name, "result": result})
+    else:
+        settings.console.print(f"{name} returned: {escape(json.dumps(result, ensure_ascii=False, default=str))}")
     return 0
 
 
@@ -268,11 +321,11 @@ def metrics_command(settings: Settings, name: str, model: str | None, since: str
     if as_json:
         emit_json(document)
     else:
-        table = Table(title=f"{name} ({document['model']})")
+        table = FitTable(title=f"{name} ({document['model']})")
         table.add_column("metric")
         table.add_column("value", justify="right")
         for key, value in document.items():
             if key not in ("handler", "model"):
-                table.add_row(key, f"{value:,.1f}" if isinstance(value, float) else str(value))
+                table.add_row(key, cell(value, digits=1) if isinstance(value, float) else cell(value))
         settings.console.print(table)
     return 0

@@ -15,13 +15,14 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from ..app import load_object
 from ..errors import AppNotFound
+from ..output import FitTable
 from ..pipeline import AllImpact, Impact, Pipeline, Stage, TaskGraph, build_graph, impact_all, task_impact
 from ..pipeline.grid import grid_svg, write_grid
 from ..slots.chart import check_chart_path
+from .commands import Group
 from .context import Settings, emit_json, global_options, pass_settings
 
 __all__ = ["pipeline"]
@@ -70,7 +71,7 @@ def _reads(stage: Stage) -> str:
 # -- the group ------------------------------------------------------------------------------------
 
 
-@click.group()
+@click.group(cls=Group)
 @global_options
 def pipeline() -> None:
     """Partitioned pipelines: the task graph, and what a failure would block before anything fails."""
@@ -105,11 +106,11 @@ def graph_command(settings: Settings, spec: str, plot: str | None, as_json: bool
 
 
 def _print_graph(console: Console, graph: TaskGraph, written: Path | None) -> None:
-    table = Table(title=f"pipeline {graph.pipeline}")
-    table.add_column("stage", overflow="fold")
-    table.add_column("partitions", overflow="fold")
+    table = FitTable(title=f"pipeline {graph.pipeline}")
+    table.add_column("stage")
+    table.add_column("partitions", wrap=True)
     table.add_column("tasks", justify="right")
-    table.add_column("reads", overflow="fold")
+    table.add_column("reads", wrap=True)
     for number, stage in enumerate(graph.stages):
         count = graph.starts[number + 1] - graph.starts[number]
         table.add_row(stage.name, stage.partitions.label, f"{count:,}", _reads(stage) or "-")
@@ -165,10 +166,10 @@ def impact_command(
 
 
 def _print_impact(console: Console, impact: Impact, variant: str) -> None:
-    table = Table(title=f"if {impact.task} fails{variant}")
-    table.add_column("task", overflow="fold")
+    table = FitTable(title=f"if {impact.task} fails{variant}")
+    table.add_column("task")
     table.add_column("blast radius", justify="right")
-    table.add_column("blocked tasks", overflow="fold")
+    table.add_column("blocked tasks", wrap=True)
     shown = ", ".join(impact.blocked[:_BLOCKED_SHOWN]) or "none"
     if impact.blast_radius > _BLOCKED_SHOWN:
         shown += f", ... and {impact.blast_radius - _BLOCKED_SHOWN:,} more (--json lists them all)"
@@ -180,8 +181,8 @@ def _print_impact(console: Console, impact: Impact, variant: str) -> None:
 def _print_impact_all(console: Console, pipeline_name: str, every: AllImpact, variant: str) -> None:
     ranked = sorted(every.tasks.items(), key=lambda item: -item[1])  # stable: ties keep the run order
     largest = ranked[:_LARGEST]
-    table = Table(title=f"largest blast radii of pipeline {pipeline_name}{variant}")
-    table.add_column("task", overflow="fold")
+    table = FitTable(title=f"largest blast radii of pipeline {pipeline_name}{variant}")
+    table.add_column("task")
     table.add_column("blast radius", justify="right")
     for name, radius in largest:
         table.add_row(name, f"{radius:,}")

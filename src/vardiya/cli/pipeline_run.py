@@ -15,12 +15,13 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from ..output import FitTable, progress
 from ..pipeline import RunResult, TaskState, backfill, build_graph, rerun, resume, run_pipeline, status
 from ..pipeline.grid import grid_svg, write_grid
 from ..pipeline.io import UndeclaredReadWarning
 from ..slots.chart import check_chart_path
+from .commands import renamed_option
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 from .pipeline import _json_option, _load_pipeline, _pipe_argument, pipeline
 
@@ -55,28 +56,35 @@ def _report(settings: Settings, result: RunResult, as_json: bool) -> int:
 
 
 def _print_result(console: Console, result: RunResult) -> None:
-    table = Table(title=f"pipeline {result.pipeline}, run {result.run_id}")
+    table = FitTable(title=f"pipeline {result.pipeline}, run {result.run_id}")
     table.add_column("outcome")
     table.add_column("tasks", justify="right")
-    table.add_column("which", overflow="fold")
+    table.add_column("which", wrap=True)
     for label, names in (
         ("succeeded", result.succeeded), ("failed", result.failed), ("blocked", result.blocked),
         ("skipped (done)", result.skipped), ("pending", result.pending),
     ):
-        shown = ", ".join(names[:8]) + (f" … and {len(names) - 8} more" if len(names) > 8 else "")
+        shown = ", ".join(names[:8]) + (f", and {len(names) - 8} more (--json lists them all)" if len(names) > 8 else "")
         table.add_row(label, str(len(names)), shown)
     console.print(table)
     for task, error in result.errors.items():
         console.print(f"[red]{escape(task)}[/]: {escape(error)}")
-    for read in result.undeclared_reads:
-        console.print(f"[yellow]undeclared read[/]: {escape(read.to_json()['message'])}")
+    said = set(result.errors.values())
+    for message in dict.fromkeys(read.to_json()["message"] for read in result.undeclared_reads):
+        if not any(message in error for error in said):  # --strict: the failed task's error says it already
+            console.print(f"[yellow]undeclared read[/]: {escape(message)}")
 
 
-def _run_quietly(call: Callable[[], RunResult]) -> RunResult:
-    """Run, turning undeclared-read warnings into the result's own list (printed by ``_report``)."""
-    with warnings.catch_warnings():
+def _run_quietly(settings: Settings, label: str, call: Callable[..., RunResult]) -> RunResult:
+    """Run with a progress bar on a terminal (none when piped), turning undeclared-read warnings into
+    the result's own list (printed by ``_report``). ``call`` takes the engine's ``progress`` callback."""
+    with warnings.catch_warnings(), progress(settings.console, label, None) as advance:
         warnings.simplefilter("ignore", UndeclaredReadWarning)
-        return call()
+
+        def tell(finished: int, total: int) -> None:
+            advance(0, f"{finished:,} of {total:,} task(s)")
+
+        return call(tell)
 
 
 @pipeline.command("run")
@@ -84,7 +92,7 @@ def _run_quietly(call: Callable[[], RunResult]) -> RunResult:
 @_pipe_argument
 @click.option("--partitions", metavar="A..B", default=None, help="Only the tasks of these partitions (and, if needed, their upstreams).")
 @click.option("--task", "tasks", multiple=True, metavar="T", help="Only this task (repeatable).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True, help="Tasks running at once.")
 @click.option("--fail-fast", is_flag=True, help="Stop launching tasks at the first failure.")
 @_strict_option
 @click.option("--inject-failure", "inject", multiple=True, metavar="T", help="Make task T fail as a drill (repeatable).")
@@ -99,9 +107,10 @@ def run_command(
     """Run the tasks of PIPE that are not done, in topological order."""
     definition = _load_pipeline(spec)
     with settings.open_store(StoreUse.CREATE) as store:
-        result = _run_quietly(lambda: run_pipeline(
+        result = _run_quietly(settings, f"run {definition.name}", lambda tell: run_pipeline(
             store, definition, root=root, partitions=partitions, tasks=tasks or None, concurrency=concurrency,
             fail_fast=fail_fast, strict=strict, inject_failure=inject, plan_upstream=not refuse_upstream,
+            progress=tell,
         ))
     return _report(settings, result, as_json)
 
@@ -115,7 +124,7 @@ def resume_command(settings: Settings, spec: str, as_json: bool) -> int:
     """Run the failed, blocked and never-run tasks of PIPE's last run (with its selection and root)."""
     definition = _load_pipeline(spec)
     with settings.open_store(StoreUse.CREATE) as store:
-        result = _run_quietly(lambda: resume(store, definition))
+        result = _run_quietly(settings, f"resume {definition.name}", lambda _tell: resume(store, definition))
     return _report(settings, result, as_json)
 
 
@@ -123,7 +132,7 @@ def resume_command(settings: Settings, spec: str, as_json: bool) -> int:
 @global_options
 @_pipe_argument
 @click.option("--task", "task", required=True, metavar="T", help="The task to invalidate and run again.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True, help="Tasks running at once.")
 @_strict_option
 @_root_option
 @_json_option
@@ -134,7 +143,10 @@ def rerun_command(
     """Invalidate task T and every task downstream of it, and run exactly that set."""
     definition = _load_pipeline(spec)
     with settings.open_store(StoreUse.CREATE) as store:
-        result = _run_quietly(lambda: rerun(store, definition, task, root=root, concurrency=concurrency, strict=strict))
+        result = _run_quietly(
+            settings, f"rerun {task}",
+            lambda _tell: rerun(store, definition, task, root=root, concurrency=concurrency, strict=strict),
+        )
     return _report(settings, result, as_json)
 
 
@@ -143,19 +155,20 @@ def rerun_command(
 @_pipe_argument
 @click.option("--from", "first", required=True, metavar="P", help="First partition (inclusive).")
 @click.option("--to", "last", required=True, metavar="P", help="Last partition (inclusive).")
-@click.option("--max-concurrent", type=click.IntRange(min=1), default=1, show_default=True, help="Tasks running at once.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True, help="Tasks running at once.")
 @_strict_option
 @_root_option
 @_json_option
+@renamed_option("--max-concurrent", "--concurrency", "concurrency", type=click.IntRange(min=1))
 @pass_settings
 def backfill_command(
-    settings: Settings, spec: str, first: str, last: str, max_concurrent: int, strict: bool, root: Path, as_json: bool
+    settings: Settings, spec: str, first: str, last: str, concurrency: int, strict: bool, root: Path, as_json: bool
 ) -> int:
-    """Run the tasks of partitions FROM..TO that are not done, at most K at once."""
+    """Run the tasks of partitions FROM..TO that are not done, at most --concurrency at once."""
     definition = _load_pipeline(spec)
     with settings.open_store(StoreUse.CREATE) as store:
-        result = _run_quietly(lambda: backfill(
-            store, definition, first, last, root=root, max_concurrent=max_concurrent, strict=strict
+        result = _run_quietly(settings, f"backfill {definition.name}", lambda tell: backfill(
+            store, definition, first, last, root=root, max_concurrent=concurrency, strict=strict, progress=tell,
         ))
     return _report(settings, result, as_json)
 
@@ -184,7 +197,7 @@ def status_command(settings: Settings, spec: str, plot: str | None, as_json: boo
             document["plot"] = str(written)
         emit_json(document)
         return 0
-    table = Table(title=f"pipeline {current.pipeline}: task states")
+    table = FitTable(title=f"pipeline {current.pipeline}: task states")
     table.add_column("state")
     table.add_column("tasks", justify="right")
     for state, count in current.counts.items():

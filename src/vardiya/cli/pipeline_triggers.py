@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from ..app import load_app
+from ..output import FitTable
 from ..pipeline.graph import build_graph
 from ..pipeline.triggers_report import triggers_report
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
@@ -34,9 +34,9 @@ def triggers_command(settings: Settings, spec: str, as_json: bool) -> int:
     if as_json:
         emit_json(report.to_json())
         return 0
-    table = Table(title=f"pipeline {graph.pipeline}: what started each task")
-    for column in ("task", "runs", "started by", "last run", "empty runs"):
-        table.add_column(column, justify="right" if column in ("runs", "empty runs") else "left")
+    table = FitTable(title=f"pipeline {graph.pipeline}: what started each task")
+    for column in ("task", "runs", "started by", "last run (UTC)", "empty runs"):
+        table.add_column(column, justify="right" if column in ("runs", "empty runs") else "left", wrap=column == "started by")
     for task in report.tasks:
         started = ", ".join(f"{name} ×{count}" for name, count in task.by_trigger.items()) or "-"
         last = task.runs[-1].started_at if task.runs else "never"

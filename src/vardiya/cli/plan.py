@@ -15,6 +15,7 @@ import click
 from ..app import load_app
 from ..errors import InvalidInput
 from ..invoke.handlers import FailurePolicy, Model
+from ..output import progress
 from ..plan.compare import compare
 from ..plan.dedup import plan_dedup
 from ..plan.profile import Profile, load_profile
@@ -23,6 +24,7 @@ from ..plan.report import print_comparison, print_dedup, print_row, print_sweep
 from ..plan.sweep import sweep, write_sweep_chart
 from ..plan.workload import Workload, from_store, load_workload
 from ..slots.chart import check_chart_path
+from .commands import Group
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 
 __all__ = ["plan"]
@@ -63,7 +65,7 @@ def _load(settings: Settings, workload_path: str | None, history: str | None, pr
         return from_store(store, handler), profile
 
 
-@click.group()
+@click.group(cls=Group)
 @global_options
 def plan() -> None:
     """Replay a workload through the invocation engine on a virtual clock, before running it."""
@@ -130,7 +132,11 @@ def batch_sweep_command(
     if plot is not None:
         check_chart_path(plot)
     workload, profile = _load(settings, workload_path, history, profile_path)
-    result = sweep(workload, profile, sizes=chosen, policy=policy)
+    with progress(settings.console, "batch-sweep", len(chosen) if chosen else None) as advance:
+        result = sweep(
+            workload, profile, sizes=chosen, policy=policy,
+            progress=lambda done, total: advance(1, f"{done} of {total} batch sizes"),
+        )
     written = write_sweep_chart(plot, result) if plot is not None else None
     if as_json:
         document = result.to_json()

@@ -10,6 +10,7 @@ monitoring checks expect), 2 on bad input.
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import threading
 from collections.abc import Iterator
@@ -17,10 +18,11 @@ from datetime import timedelta
 from typing import Any
 
 import click
-from rich.table import Table
+from rich.markup import escape
 
 from ..app import load_app
 from ..errors import InvalidInput
+from ..output import FitTable, cell
 from ..service.logs import LogFormat, configure_logging
 from ..service.metrics import ServiceMetrics, serve_metrics
 from ..service.scheduler import Scheduler, check_schedulable
@@ -31,7 +33,12 @@ from .context import Settings, StoreUse, emit_json, global_options, pass_setting
 #: Slots named per period in the text of ``status`` before it says how many there are.
 _LISTED = 4
 
-__all__ = ["metrics_for", "scheduler", "service_options", "service_store", "status", "while_signalled"]
+__all__ = [
+    "check_names", "log_start", "metrics_for", "scheduler", "service_options", "service_store", "status",
+    "while_signalled",
+]
+
+log = logging.getLogger("vardiya.service")
 
 
 def service_options(command: Any) -> Any:
@@ -72,6 +79,27 @@ def service_store(settings: Settings, log_format: str, metrics_port: int | None)
             # The app is imported already (the command loaded it): this is the same object.
             metrics.watch(store, load_app(settings.app) if settings.app else None)
         yield store, metrics
+
+
+def check_names(app: Any, names: tuple[str, ...], option: str) -> None:
+    """Each of ``names`` is a handler, slot job or pipeline of ``app`` (checked before a store is opened)."""
+    known = {*app.handlers, *app.slot_jobs, *app.pipelines}
+    for name in names:
+        if name not in known:
+            raise InvalidInput(
+                f"{option} {name!r} is not a handler, slot job or pipeline of app {app.name!r}; "
+                f"it has: {', '.join(sorted(known)) or 'none'}"
+            )
+
+
+def log_start(service: str, store: Any, app: Any, owner: str, runs: list[str], waits_for: str) -> None:
+    """The first log line of a service: which store, which app, what it will run and what it waits for."""
+    log.info(
+        "%s %s starting: store %s, app %s, %s: %s; waiting for %s",
+        service, owner, store.url, app.name, "fires" if service == "scheduler" else "runs",
+        ", ".join(runs) or "nothing", waits_for,
+        extra={"service": service, "owner": owner, "store": store.url, "app": app.name, "runs": runs},
+    )
 
 
 def while_signalled(stop: Any, work: Any) -> Any:
@@ -118,12 +146,16 @@ def scheduler(
         running = Scheduler(
             store, app, only=only or None, poll_max=poll_max, lead=timedelta(seconds=lead), metrics=metrics
         )
+        log_start(
+            "scheduler", store, app, running.owner, [*running.schedules, *(s.name for s in running.sensors)],
+            "the next planned time of each" + (" and the sensors' next checks" if running.sensors else ""),
+        )
         report = while_signalled(running.stop, lambda: running.run(steps=steps))
     if as_json:
         emit_json(report.to_json())
     else:
         settings.console.print(
-            f"scheduler {running.owner}: {report.steps} steps, fired {report.fired}, passed by {report.skipped}"
+            f"scheduler {running.owner}: {report.steps:,} steps, fired {report.fired:,}, passed by {report.skipped:,}"
         )
     return 0
 
@@ -156,7 +188,7 @@ def status(settings: Settings, late_after: float, closed_periods: int, as_json: 
         emit_json(document)
         return code
     console = settings.console
-    table = Table(title=f"work items ({document['store']})")
+    table = FitTable(title=f"work items ({escape(document['store'])})")
     columns = ["due", "late", "pending", "running", "failed", "dead", "succeeded"]
     table.add_column("family")
     for column in columns:
@@ -165,15 +197,15 @@ def status(settings: Settings, late_after: float, closed_periods: int, as_json: 
         table.add_row(family, *(str(counts[column]) for column in columns))
     console.print(table)
     if document["jobs"]:
-        jobs = Table(title="slot jobs")
+        jobs = FitTable(title="slot jobs (times in UTC)")
         for column in ("job", "next tick", "fired", "passed by", "lateness p50/p99 s", "period", "done", "failed"):
             jobs.add_column(column, justify="left" if column in ("job", "next tick", "period") else "right")
         for job in document["jobs"]:
             p50, p99 = job["lateness_p50_s"], job["lateness_p99_s"]
             jobs.add_row(
-                job["job"], job["next_tick"] or "-", str(job["fired"]), str(job["skipped"]),
-                "-" if p50 is None else f"{p50:.3f} / {p99:.3f}", job["period"], str(job["done"]),
-                str(job["failed_records"]),
+                job["job"], cell(job["next_tick"]), cell(job["fired"]), cell(job["skipped"]),
+                "-" if p50 is None else f"{p50:.3f} / {p99:.3f}", cell(job["period"]), cell(job["done"]),
+                cell(job["failed_records"]),
             )
         console.print(jobs)
     for entry in document["pipelines"]:
@@ -184,7 +216,7 @@ def status(settings: Settings, late_after: float, closed_periods: int, as_json: 
     if document["behind"]:
         console.print(f"[red]behind[/] (due ticks not fired: is a scheduler running?): {', '.join(document['behind'])}")
     if document["not_done"]:
-        lost = Table(title="not_done: records never done, in periods beyond the backlog's reach")
+        lost = FitTable(title="not_done: records never done, in periods beyond the backlog's reach")
         for column in ("job", "period", "not done", "slots", "closed at"):
             lost.add_column(column, justify="right" if column == "not done" else "left")
         for entry in document["not_done"]:

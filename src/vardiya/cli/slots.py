@@ -16,11 +16,11 @@ from typing import IO, Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from ..app import load_app
 from ..clock import SystemClock
 from ..errors import InvalidInput
+from ..output import FitTable, cell
 from ..slots.backfill import BackfillReport, backfill
 from ..slots.balance import BalanceReport, MigrationPlan, balance, migration_plan, parse_ids
 from ..slots.chart import check_chart_path, write_chart
@@ -29,6 +29,7 @@ from ..slots.index import SlotIndexReport, add_slot_index
 from ..slots.report import LedgerReport, ledger_report
 from ..slots.scheme import Assign, Layout, SlotScheme, SlotWindow, parse_scheme
 from ..times import parse_duration, parse_time
+from .commands import Group, renamed_option
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 
 __all__ = ["slots"]
@@ -66,10 +67,17 @@ def _assign_option(command: F) -> F:
 
 
 def _window_options(command: F) -> F:
-    """``--period``, ``--tz``, ``--layout`` and ``--coarse``: how slots become windows of time."""
+    """``--period-length``, ``--tz``, ``--layout`` and ``--coarse``: how slots become windows of time.
+
+    ``--period`` names a period (a key such as 2026-12-01, as ``slots report`` takes it); the length of
+    one is ``--period-length`` (``--period DURATION`` still works here for one release, with a warning).
+    """
     for option in reversed(
         (
-            click.option("--period", default="1d", show_default=True, metavar="DURATION", help="e.g. 1d, 1h, 10m."),
+            click.option(
+                "--period-length", "period", default="1d", show_default=True, metavar="DURATION",
+                help="How long a period is, e.g. 1d, 1h, 10m.",
+            ),
             click.option("--tz", default="UTC", show_default=True, metavar="ZONE", help="IANA zone of the windows."),
             click.option(
                 "--layout",
@@ -85,13 +93,16 @@ def _window_options(command: F) -> F:
     return command
 
 
+_old_period = renamed_option("--period", "--period-length", "period", metavar="DURATION")
+
+
 def _scheme(
     slot_count: int, period: str, tz: str, *, assign: str = Assign.MOD.value,
     layout: str = Layout.SEQUENTIAL.value, coarse: int | None = None,
 ) -> SlotScheme:
     return SlotScheme(
         slots=slot_count,
-        period=parse_duration(period, what="--period"),
+        period=parse_duration(period, what="--period-length"),
         assign=Assign(assign),
         tz=tz,
         layout=Layout(layout),
@@ -163,7 +174,7 @@ def _window_json(window: SlotWindow) -> dict[str, Any]:
 # -- the group ------------------------------------------------------------------------------------
 
 
-@click.group()
+@click.group(cls=Group)
 @global_options
 def slots() -> None:
     """Slot schemes: balance, where a time or an id falls, migrations, indexes and ledger reports."""
@@ -190,7 +201,7 @@ def balance_command(settings: Settings, slot_count: int, assign: str, ids_source
 
 
 def _print_balance(console: Console, report: BalanceReport) -> None:
-    summary = Table(title=f"balance of {report.total:,} ids over {report.slots} slots ({report.assign.value})")
+    summary = FitTable(title=f"balance of {report.total:,} ids over {report.slots} slots ({report.assign.value})")
     summary.add_column("figure")
     summary.add_column("value", justify="right")
     for label, value in (
@@ -205,7 +216,7 @@ def _print_balance(console: Console, report: BalanceReport) -> None:
     ):
         summary.add_row(label, value)
     console.print(summary)
-    counts = Table(title="records per slot")
+    counts = FitTable(title="records per slot")
     counts.add_column("slot", justify="right")
     counts.add_column("records", justify="right")
     counts.add_column("vs mean", justify="right")
@@ -223,6 +234,7 @@ def _print_balance(console: Console, report: BalanceReport) -> None:
 @_slots_option
 @_window_options
 @_json_option
+@_old_period
 @pass_settings
 def at_command(
     settings: Settings, time_text: str, slot_count: int, period: str, tz: str, layout: str, coarse: int | None,
@@ -248,11 +260,11 @@ def at_command(
 
 
 def _print_fields(console: Console, title: str, document: dict[str, Any]) -> None:
-    table = Table(title=title)
+    table = FitTable(title=title)
     table.add_column("field")
     table.add_column("value")
     for name, value in document.items():
-        table.add_row(name, str(value))
+        table.add_row(name, cell(value))
     console.print(table)
 
 
@@ -275,6 +287,7 @@ def _next_window(scheme: SlotScheme, slot: int, now: datetime) -> SlotWindow:
 @_window_options
 @click.option("--at", "at", default=None, metavar="TIME", help="Take this as now (ISO 8601; naive = --tz).")
 @_json_option
+@_old_period
 @pass_settings
 def which_command(
     settings: Settings, record_text: str, slot_count: int, assign: str, period: str, tz: str, layout: str,
@@ -310,7 +323,7 @@ def which_command(
 @click.option("--ids", "ids_source", required=True, metavar="FILE|-", help="Ids one per line.")
 @click.option("--from", "old_text", required=True, metavar="SCHEME", help="The scheme now: 24, 24:hash, 48:nested.")
 @click.option("--to", "new_text", required=True, metavar="SCHEME", help="The scheme to switch to.")
-@click.option("--period", default="1d", show_default=True, metavar="DURATION", help="The period of both schemes.")
+@click.option("--period-length", "period", default="1d", show_default=True, metavar="DURATION", help="The period length of both schemes.")
 @click.option("--tz", default="UTC", show_default=True, metavar="ZONE", help="The zone of both schemes.")
 @click.option(
     "--effective-from", "effective_text", default=None, metavar="TIME",
@@ -321,6 +334,7 @@ def which_command(
 @click.option("--to-offset", "new_offset", default=None, metavar="DURATION",
               help="First run time in a slot after the switch (the SchemeChange's offsets; default: --from-offset).")
 @_json_option
+@_old_period
 @pass_settings
 def migrate_command(
     settings: Settings, ids_source: str, old_text: str, new_text: str, period: str, tz: str,
@@ -329,7 +343,7 @@ def migrate_command(
     """What switching schemes does to the ids: who moves window, and the gaps across the switch."""
     first_old = parse_duration(old_offset, what="--from-offset")
     first_new = parse_duration(new_offset, what="--to-offset") if new_offset is not None else first_old
-    length = parse_duration(period, what="--period")
+    length = parse_duration(period, what="--period-length")
     old = parse_scheme(old_text, period=length, tz=tz)
     new = parse_scheme(new_text, period=length, tz=tz)
     if effective_text is None:
@@ -351,7 +365,7 @@ def _hours(seconds: float | None) -> str:
 
 
 def _print_migration(console: Console, plan: MigrationPlan, old: SlotScheme, new: SlotScheme) -> None:
-    table = Table(title=f"migration {old.fingerprint} -> {new.fingerprint}")
+    table = FitTable(title=f"migration {old.fingerprint} -> {new.fingerprint}")
     table.add_column("figure")
     table.add_column("value", justify="right")
     for label, value in (
@@ -374,8 +388,9 @@ def _print_migration(console: Console, plan: MigrationPlan, old: SlotScheme, new
 @click.option("--id", "id_column", default="id", show_default=True, metavar="COLUMN", help="Its stable id column.")
 @_slots_option
 @_assign_option
-@click.option("--period", default="1d", show_default=True, metavar="DURATION", help="The scheme's period.")
+@click.option("--period-length", "period", default="1d", show_default=True, metavar="DURATION", help="The scheme's period length.")
 @_json_option
+@_old_period
 @pass_settings
 def index_command(
     settings: Settings, target_db: str, table_name: str, id_column: str, slot_count: int, assign: str, period: str,
@@ -401,8 +416,8 @@ def _print_index(console: Console, report: SlotIndexReport) -> None:
         ("slot query", report.query, report.plan, report.uses_index),
         ("plain modulo predicate", report.plain_query, report.plain_plan, report.plain_uses_index),
     ):
-        table = Table(title=f"{title}: {'uses' if used else 'does not use'} {report.index}")
-        table.add_column(query, overflow="fold")
+        table = FitTable(title=f"{title}: {'uses' if used else 'does not use'} {report.index}")
+        table.add_column(query, wrap=True)
         for line in plan:
             table.add_row(line)
         console.print(table)
@@ -438,7 +453,7 @@ def report_command(settings: Settings, job_name: str, period_key: str, plot: str
 
 
 def _print_report(console: Console, report: LedgerReport, written: Path | None) -> None:
-    table = Table(
+    table = FitTable(
         title=f"{report.job} period {report.period} ({report.scheme}): durations in ms, tick interval "
         f"{report.tick_interval_ms / 1000:,.0f} s"
     )
@@ -480,7 +495,7 @@ def backfill_command(settings: Settings, job_name: str, period_key: str, dry_run
     """
     job = load_app(settings.app).get_slot_job(job_name)
     job.scheme.period_for_key(period_key)  # a bad key fails before the store is opened
-    with settings.open_store(migrate=False if dry_run else None) as store:
+    with settings.open_store(StoreUse.EXISTING) as store:
         report = backfill(store, job, period_key, dry_run=dry_run)
     if as_json:
         emit_json(report.to_json())
@@ -495,7 +510,7 @@ def _print_backfill(console: Console, report: BackfillReport) -> None:
     if not document["not_done"]:
         console.print(f"nothing to do: every record of {name} in period {period} is done")
         return
-    table = Table(title=f"{name} period {period}: records not done" + (" (dry run: nothing written)" if report.dry_run else ""))
+    table = FitTable(title=f"{name} period {period}: records not done" + (" (dry run: nothing written)" if report.dry_run else ""))
     table.add_column("slot", justify="right")
     table.add_column("not done" if report.dry_run else "ran", justify="right")
     if not report.dry_run:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from zoneinfo import ZoneInfo
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
 
 from ..app import load_app
 from ..clock import VirtualClock
 from ..errors import InvalidInput
+from ..output import FitTable, progress
 from ..slots.runner import Cut, ReplayReport, TickReport, planned_ticks, replay, run_tick
 from ..times import parse_time
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
@@ -27,8 +26,8 @@ TICK_CAPTION = (
 )
 
 
-def _tick_table(ticks: list[TickReport], zone: str) -> Table:
-    table = Table(title=f"ticks (times in {zone})")
+def _tick_table(ticks: list[TickReport], zone: str) -> FitTable:
+    table = FitTable(title=f"ticks (times in {zone})")
     table.add_column("planned", no_wrap=True)
     for column in TICK_COLUMNS:
         table.add_column(column, justify="right")
@@ -105,14 +104,11 @@ def replay_command(settings: Settings, job_name: str, start: str, end: str, as_j
 
 
 def _replay_with_progress(settings, store, job, first, last, clock) -> ReplayReport:  # type: ignore[no-untyped-def]
+    """The replay, with a progress bar of its ticks on a terminal (nothing when piped)."""
     total = sum(1 for _ in planned_ticks(job, first, last))
-    with Progress(
-        TextColumn("[bold]replay[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-        console=settings.console, transient=True,
-    ) as progress:
-        task = progress.add_task(job.name, total=total)
+    with progress(settings.console, "replay", total) as advance:
 
-        def advance(tick: TickReport) -> None:
-            progress.update(task, advance=1, description=f"{job.name} {tick.planned_at:%Y-%m-%d %H:%M}")
+        def tell(tick: TickReport) -> None:
+            advance(1, f"{job.name} {tick.planned_at.astimezone(ZoneInfo(job.scheme.tz)):%Y-%m-%d %H:%M}")
 
-        return replay(store, job, first, last, clock=clock, on_tick=advance)
+        return replay(store, job, first, last, clock=clock, on_tick=tell)

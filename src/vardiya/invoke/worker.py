@@ -163,6 +163,11 @@ class Worker:
     def stopping(self) -> bool:
         return self._stop.is_set()
 
+    @property
+    def report(self) -> WorkerReport:
+        """What this worker has done so far (live while it runs; a progress display reads it)."""
+        return self._report
+
     def run(self, *, until_idle: bool = False) -> WorkerReport:
         """Work until ``stop()`` (or, with ``until_idle``, until no work of its handlers is left)."""
         beat = None

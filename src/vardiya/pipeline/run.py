@@ -38,7 +38,7 @@ import contextlib
 import heapq
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -57,7 +57,10 @@ from .state import AttemptEnd, PipelineState, TaskRecord
 if TYPE_CHECKING:
     from ..store.api import Store
 
-__all__ = ["RunMode", "RunResult", "backfill", "rerun", "resume", "run_pipeline"]
+__all__ = ["Progress", "RunMode", "RunResult", "backfill", "rerun", "resume", "run_pipeline"]
+
+# Told (tasks finished, tasks to run) as each task ends, in the coordinator's thread: a progress bar.
+Progress = Callable[[int, int], None]
 
 DRILL = "injected failure (drill)"
 _SHOWN = 5  # how many tasks a refusal names before it says how many more
@@ -220,9 +223,10 @@ class _Runner:
 
     def __init__(
         self, *, graph: TaskGraph, state: PipelineState, run_id: int, root: str, strict: bool,
-        inject: frozenset[str], clock: Clock, without_output: set[str],
+        inject: frozenset[str], clock: Clock, without_output: set[str], progress: Progress | None = None,
     ) -> None:
         self.graph, self.state, self.run_id, self.root = graph, state, run_id, root
+        self.progress = progress
         self.strict, self.inject, self.clock = strict, inject, clock
         # Tasks whose checkpointed success has no output; only the coordinator changes it, after a commit.
         self.without_output = without_output
@@ -280,6 +284,8 @@ class _Runner:
         def settle(task: int, end: AttemptEnd) -> None:
             nonlocal stop
             ended.append(end)
+            if self.progress is not None:
+                self.progress(len(succeeded) + len(failed) + 1, len(to_run))
             reads.extend(read for read in end.reads if not read.declared)
             if end.output is not None:
                 succeeded.append(task)
@@ -376,6 +382,7 @@ def _start(
     plan_upstream: bool,
     clock: Clock | None,
     extra: Mapping[str, Any] | None = None,
+    progress: Progress | None = None,
 ) -> RunResult:
     """Plan (refusing bad input before anything is written), record the run, execute it, report."""
     concurrency = _check_concurrency(concurrency, "concurrency")
@@ -430,7 +437,7 @@ def _start(
     run_id = state.open_run(options, invalidate=invalidate)
     runner = _Runner(
         graph=graph, state=state, run_id=run_id, root=root_text, strict=strict,
-        inject=frozenset(inject_failure), clock=state.clock, without_output=without_output,
+        inject=frozenset(inject_failure), clock=state.clock, without_output=without_output, progress=progress,
     )
     try:
         with state.holding_connection():
@@ -484,6 +491,7 @@ def run_pipeline(
     plan_upstream: bool = True,
     clock: Clock | None = None,
     started_by: Mapping[str, Any] | None = None,
+    progress: Progress | None = None,
 ) -> RunResult:
     """Run the tasks of a selection that are not done; outputs go under ``root``.
 
@@ -496,7 +504,7 @@ def run_pipeline(
         store, _graph(pipeline), mode=RunMode.RUN, root=root, partitions=_partition_range(partitions),
         tasks=_names(tasks), rerun_task=None, concurrency=concurrency, fail_fast=fail_fast, strict=strict,
         inject_failure=_names(inject_failure) or (), plan_upstream=plan_upstream, clock=clock,
-        extra={"started_by": dict(started_by)} if started_by else None,
+        extra={"started_by": dict(started_by)} if started_by else None, progress=progress,
     )
 
 
@@ -576,11 +584,12 @@ def backfill(
     inject_failure: str | Iterable[str] = (),
     plan_upstream: bool = True,
     clock: Clock | None = None,
+    progress: Progress | None = None,
 ) -> RunResult:
     """Run the tasks of partitions ``first..last`` that are not done, at most ``max_concurrent`` at once."""
     _check_concurrency(max_concurrent, "max_concurrent")
     return _start(
         store, _graph(pipeline), mode=RunMode.BACKFILL, root=root, partitions=(first, last), tasks=None,
         rerun_task=None, concurrency=max_concurrent, fail_fast=fail_fast, strict=strict,
-        inject_failure=_names(inject_failure) or (), plan_upstream=plan_upstream, clock=clock,
+        inject_failure=_names(inject_failure) or (), plan_upstream=plan_upstream, clock=clock, progress=progress,
     )

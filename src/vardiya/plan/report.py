@@ -9,9 +9,9 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from ..invoke.handlers import Model
+from ..output import FitTable
 from .compare import Comparison
 from .dedup import DedupPlan
 from .profile import Profile
@@ -22,9 +22,9 @@ from .workload import Workload
 __all__ = ["label", "print_comparison", "print_dedup", "print_row", "print_sweep", "table"]
 
 
-def table(title: str, caption: str | None = None) -> Table:
-    """A plan table: light rules, so that a sweep's columns fit 80 characters."""
-    return Table(title=title, caption=caption, box=box.SIMPLE, pad_edge=False, padding=(0, 1, 0, 0))
+def table(title: str, caption: str | None = None) -> FitTable:
+    """A plan table: light rules, so that a sweep's columns fit 80 characters (else key: value lines)."""
+    return FitTable(title=title, caption=caption, box=box.SIMPLE, pad_edge=False, padding=(0, 1, 0, 0))
 
 
 def print_row(console: Console, row: PlanRow, workload: Workload, profile: Profile) -> None:

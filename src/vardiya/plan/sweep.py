@@ -10,7 +10,7 @@ and shown, marked, but never recommended.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,22 +69,25 @@ def sweep(
     policy: FailurePolicy | str | None = None,
     dedup: bool = False,
     prepared: Prepared | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Sweep:
     """Replay the stream once per batch size (the profile's ``batch_sizes`` by default), smallest first.
 
     ``prepared``: what replays of this workload under this profile share, if it is already made.
+    ``progress`` is told (sizes replayed, sizes) after each replay: a progress bar.
     """
     chosen = sorted({check_batch_size(size) for size in (profile.batch_sizes if sizes is None else sizes)})
     if not chosen:
         raise InvalidInput("a sweep needs at least one batch size, e.g. --sizes 1,10,100")
     rule = policy_of(profile.policy if policy is None else policy)
     prepared = prepared or Prepared.of(workload, profile)
-    rows = tuple(
-        replay(workload, profile, model=Model.STREAM, batch_size=size, policy=rule, dedup=dedup, prepared=prepared)
-        for size in chosen
-    )
+    rows = []
+    for size in chosen:
+        rows.append(replay(workload, profile, model=Model.STREAM, batch_size=size, policy=rule, dedup=dedup, prepared=prepared))
+        if progress is not None:
+            progress(len(rows), len(chosen))
     cheapest, fastest = recommend(rows)
-    return Sweep(policy=rule, time_limit_s=profile.time_limit_s, rows=rows, cheapest=cheapest, fastest=fastest)
+    return Sweep(policy=rule, time_limit_s=profile.time_limit_s, rows=tuple(rows), cheapest=cheapest, fastest=fastest)
 
 
 def sweep_chart_svg(result: Sweep) -> str:

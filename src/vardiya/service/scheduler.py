@@ -129,6 +129,7 @@ class Scheduler:
         self._stale = set(self.schedules)  # not decided since this scheduler started: decide them now
         self._live_from: datetime | None = None
         self._last: tuple[datetime, float] | None = None
+        self._before_start: dict[str, list[datetime]] = {}  # a first start's earlier times, to log once
         self._stop = threading.Event()
 
     # -- control ------------------------------------------------------------------------------------
@@ -222,14 +223,21 @@ class Scheduler:
             return None  # planned beyond the horizon: another scheduler is ahead, or the clock stepped back
         assert self._live_from is not None
         policy, live_from = schedule.policy, self._live_from
-        if state is None or state.planned_through is None:
-            # Never planned: nothing came due while a scheduler ran, so every due tick was missed and no
-            # grace applies (a new job fires the latest tick, whose backlog takes the period's earlier slots).
+        first = state is None or state.planned_through is None
+        if first:
+            # Never planned: nothing came due while a scheduler ran, so no grace applies (a new job fires
+            # the latest tick, whose backlog takes the period's earlier slots).
             policy, live_from = replace(policy, grace=timedelta(0)), now
         decision = decide(schedule.times(after, horizon), live_from=live_from, now=now, policy=policy)
         if decision.empty:
             return None
         firings = [firing for firing in (schedule.firing(planned) for planned in decision.fire) if firing is not None]
+        if first:
+            # The times before the schedule's first start were never missed: no scheduler was meant to
+            # fire them. They are not counted as passed by (no "missed ticks" alert on a new store);
+            # the first start says what it left and how to run it.
+            self._before_start[name] = list(decision.skipped)
+            return ScheduleStep(through=decision.through, firings=firings, skipped=())
         return ScheduleStep(through=decision.through, firings=firings, skipped=decision.skipped)
 
     def _after(self, name: str, step: ScheduleStep | None, now: datetime, report: StepReport) -> None:
@@ -239,6 +247,7 @@ class Scheduler:
         if step is None:
             return
         report.fired.extend(step.new)
+        self._log_first_start(name, step)
         if step.skipped:
             report.skipped[name] = len(step.skipped)
             log.warning(
@@ -247,6 +256,34 @@ class Scheduler:
                 extra={"schedule": name, "skipped": len(step.skipped)},
             )
         self._log_fired(step.new, now)
+
+    def _log_first_start(self, name: str, step: ScheduleStep) -> None:
+        earlier = self._before_start.pop(name, None)
+        fired = ", ".join(firing.run_after.isoformat() for firing in step.firings) or "nothing"
+        if earlier is None:
+            return
+        if not earlier:
+            log.info("%s: first start on this store; fires %s", name, fired, extra={"schedule": name})
+            return
+        schedule = self.schedules[name]
+        span = f"{len(earlier)} earlier time(s) from {min(earlier).isoformat()} to {max(earlier).isoformat()}"
+        if isinstance(schedule, TriggerSchedule):
+            partitions = sorted({f.payload["partition"] for f in map(schedule.firing, earlier) if f is not None})
+            how = (
+                f"; to run partitions {partitions[0]}..{partitions[-1]}: vardiya pipeline backfill "
+                f"{schedule.entry.name} --from {partitions[0]} --to {partitions[-1]}"
+                if partitions else ""
+            )
+            log.info(
+                "%s: first start on this store; fires %s; %s came before it and are not fired%s",
+                name, fired, span, how, extra={"schedule": name, "not_fired": len(earlier), "partitions": partitions},
+            )
+        else:
+            log.info(
+                "%s: first start on this store; fires %s; %s came before it and are not fired (not missed): "
+                "the fired tick's backlog takes their records", name, fired, span,
+                extra={"schedule": name, "not_fired": len(earlier)},
+            )
 
     def _log_fired(self, firings: list[Firing], now: datetime) -> None:
         for firing in firings:

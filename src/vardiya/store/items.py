@@ -28,7 +28,7 @@ import sqlalchemy as sa
 
 from ..clock import ensure_aware
 from ..errors import InvalidInput, LeaseLost
-from ..limits import check_key, check_kind
+from ..limits import check_kind
 from .engine import DriverConnection
 from .hot import EnqueueRow, Statements, complete_counting, complete_returning, hot_sql, run_statements
 from .item_checks import check_max_attempts, check_payload, checked_payloads, lease_seconds
@@ -37,7 +37,7 @@ from .records import AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
 from .schema import work_item_keys, work_items
 from .streams import notify
-from .types import UTCMicros, check_no_nul, dumps_json
+from .types import UTCMicros, dumps_json
 from .url import Backend
 
 if TYPE_CHECKING:
