@@ -92,7 +92,7 @@ def test_a_closed_day_with_slot_3_never_done_is_reported_unhealthy_and_backfille
     assert done == 2_300
 
     ran = _json(run_cli("slots", "backfill", "nightly_users", "--period", period, "--json", *options, cwd=tmp_path))
-    assert (ran["processed"], ran["failed"], ran["still_not_done"]) == (100, 0, 0)
+    assert (ran["done"], ran["failed"], ran["still_not_done"]) == (100, 0, 0)
     calls = _calls(tmp_path)
     assert len(calls) == len(set(calls)) == 2_400  # every record of the day exactly once
     again = run_cli("slots", "backfill", "nightly_users", "--period", period, *options, cwd=tmp_path)

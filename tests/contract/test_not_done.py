@@ -81,16 +81,16 @@ def test_slot_3_lost_to_the_outage_is_named_once_the_day_is_closed_and_backfille
     # A dry run counts per slot and writes nothing.
     before = store.ledger.counts("nightly_users", "2026-12-01")
     dry = backfill(store, job, "2026-12-01", dry_run=True).to_json()
-    assert (dry["not_done"], dry["slots"], dry["processed"]) == (100, [{"slot": 3, "not_done": 100}], 0)
+    assert (dry["not_done"], dry["slots"], dry["done"]) == (100, [{"slot": 3, "not_done": 100}], 0)
     assert store.ledger.counts("nightly_users", "2026-12-01") == before and calls[("2026-12-01", 3)] == 0
 
     ran = backfill(store, job, "2026-12-01").to_json()
-    assert (ran["processed"], ran["failed"], ran["still_not_done"]) == (100, 0, 0)
+    assert (ran["done"], ran["failed"], ran["still_not_done"]) == (100, 0, 0)
     assert ran["slots"] == [{"slot": 3, "not_done": 100, "still_not_done": 0}]
     assert store.ledger.counts("nightly_users", "2026-12-01")[LedgerStatus.DONE] == RECORDS
     assert set(calls.values()) == {1} and len(calls) == RECORDS  # every record exactly once
     again = backfill(store, job, "2026-12-01").to_json()
-    assert (again["not_done"], again["processed"]) == (0, 0)
+    assert (again["not_done"], again["done"]) == (0, 0)
     assert set(calls.values()) == {1}
     assert status_report(store, app)["healthy"] is True
     assert "vardiya_slot_not_done_records{" not in _scrape(store, app)  # a gauge: back to no series

@@ -525,6 +525,6 @@ def _print_backfill(console: Console, report: BackfillReport) -> None:
         console.print(f"would run {document['not_done']:,} records; run again without --dry-run to run them")
     else:
         console.print(
-            f"processed {document['processed']:,}, failed {document['failed']:,}; "
+            f"done {document['done']:,}, failed {document['failed']:,}; "
             f"{document['still_not_done']:,} still not done"
         )

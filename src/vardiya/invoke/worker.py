@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from ..service.work import ServiceWork
     from ..store.api import Store
 
-__all__ = ["Worker", "WorkerReport"]
+__all__ = ["Worker", "WorkerReport", "check_worker_settings"]
 
 log = logging.getLogger("vardiya.worker")
 
@@ -83,6 +83,18 @@ class WorkerReport:
         return dict(self.__dict__)
 
 
+def check_worker_settings(*, concurrency: int, lease: float, prefetch: int) -> None:
+    """Refuse settings no worker can run with (``InvalidInput``); the CLI calls it before the store
+    is opened, so a bad ``--concurrency`` writes nothing."""
+    from ..errors import InvalidInput
+
+    for name, value, low in (("concurrency", concurrency, 1), ("prefetch", prefetch, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InvalidInput(f"{name} must be a whole number of at least {low}, got {value!r}")
+    if not isinstance(lease, int | float) or lease <= 0:
+        raise InvalidInput(f"a lease must be more than 0 seconds, got {lease!r}")
+
+
 class Worker:
     """Runs the async and stream work of an app's handlers from one store."""
 
@@ -102,13 +114,7 @@ class Worker:
         services: ServiceWork | None = None,
         metrics: ServiceMetrics | None = None,
     ) -> None:
-        from ..errors import InvalidInput
-
-        for name, value, low in (("concurrency", concurrency, 1), ("prefetch", prefetch, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InvalidInput(f"{name} must be a whole number of at least {low}, got {value!r}")
-        if not isinstance(lease, int | float) or lease <= 0:
-            raise InvalidInput(f"a lease must be more than 0 seconds, got {lease!r}")
+        check_worker_settings(concurrency=concurrency, lease=lease, prefetch=prefetch)
         self.store = store
         self.clock: Clock = store.clock
         all_handlers = handlers_of(handlers)

@@ -58,7 +58,7 @@ class BackfillReport:
                 }
                 for slot, count in self.before.slots.items()
             ],
-            "processed": self.tick.processed if self.tick is not None else 0,
+            "done": self.tick.done if self.tick is not None else 0,
             "failed": self.tick.failed if self.tick is not None else 0,
             "still_not_done": self.after.total if self.after is not None else self.before.total,
         }
@@ -109,5 +109,5 @@ def backfill(
     sweep = replace(
         job, current_limit=None, backfill_limit=_NO_CAP, catch_up=0, deadline=_NO_DEADLINE, max_attempts=_NO_CAP
     )
-    tick = run_tick(store, sweep, _last_window_start(job, period), clock=clock, timer=timer)
+    tick = run_tick(store, sweep, _last_window_start(job, period), clock=clock, timer=timer, within_window=False)
     return BackfillReport(before=before, dry_run=False, tick=tick, after=not_done(store, job, period, now))
