@@ -295,7 +295,7 @@ def child_tick(task: dict[str, Any]) -> dict[str, Any]:
     start = time.perf_counter()
     if profiler is not None:
         profiler.enable()
-    report = run_tick(store, job, PLANNED_AT)
+    report = run_tick(store, job, PLANNED_AT, within_window=False)  # a past slot: only the deadline stops it
     if profiler is not None:
         profiler.disable()
     elapsed = time.perf_counter() - start

@@ -43,6 +43,7 @@ app = App("services")
 # grace=0: every tick of the current period before now counts as missed, so the default max_ticks=1
 # fires exactly one, the latest (see test_a_new_job_fires_one_tick_with_the_default_policy).
 @app.slot_job("rolling", scheme=SlotScheme(slots=10, period=timedelta(seconds={PERIOD_S})),
+              deadline_grace=timedelta(seconds=60),
               source=IterableSource(range(200)), downtime=CatchUpPolicy(grace=timedelta(0)))
 def rolling(record):
     pass
@@ -85,6 +86,7 @@ from vardiya import App, IterableSource, SlotScheme
 app = App("bad")
 
 @app.slot_job("rolling", scheme=SlotScheme(slots=6, period=timedelta(seconds=60), tz="Mars/Olympus"),
+              deadline_grace=timedelta(seconds=60),
               source=IterableSource(range(10)))
 def rolling(record):
     pass

@@ -54,9 +54,9 @@ def test_a_claim_holds_records_against_other_owners_until_released_or_expired(st
     later = now + timedelta(minutes=1)
     assert claims.take("job", PERIOD, keys[:3], owner="c", until=later + timedelta(minutes=1), now=later) == set(keys[:3])
     # a heartbeat keeps what is still held; release frees it
-    assert claims.renew("a", later + timedelta(minutes=5)) == 3
+    assert claims.renew("a", "job", PERIOD, keys[:6], later + timedelta(minutes=5)) == 3  # 0-2 are c's now
     assert claims.take("job", PERIOD, keys[3:6], owner="c", until=later + timedelta(minutes=1), now=later) == set()
-    assert claims.release("a") == 3
+    assert claims.release("a", "job", PERIOD, keys[:6]) == 3
     assert claims.take("job", PERIOD, keys[3:6], owner="c", until=later + timedelta(minutes=1), now=later) == set(keys[3:6])
 
 

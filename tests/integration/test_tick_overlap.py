@@ -5,8 +5,9 @@ The app's handler is slow and appends one line per call to an effects file (``O_
 day with runs at 00:01 and 00:31 (UTC), and a grace of an hour, so both runs are inside their window
 whenever the test runs.
 
-1. The :01 run is started, and the :31 run once the first has handed over a few records: together
-   they hand every record to the handler exactly once.
+1. The :01 and the :31 run are started; the handler holds each run's first record until both runs
+   hold a chunk at once (so they overlap however loaded the machine is). Together they hand every
+   record to the handler exactly once, each skipping what the other holds.
 2. The first run is SIGKILLed mid-chunk. Once its claims' (short) lease has run out, a second run
    finishes every record the first did not mark; only records of the chunk the kill interrupted (handed
    over, never marked) may run again.
@@ -47,6 +48,13 @@ app = App("overlap")
     deadline_grace=timedelta(hours=1), claim_lease=timedelta(seconds=float(os.environ["OVERLAP_LEASE_S"])),
 )
 def slow(record, context):
+    go = os.environ["OVERLAP_GO"]
+    if not os.path.exists(go):  # hold the first record until the test says go (both runs hold a chunk)
+        with open(os.environ["OVERLAP_READY"], "a", encoding="utf-8") as ready:
+            ready.write(f"{{os.getpid()}}\\n")
+        ends = time.monotonic() + 120
+        while not os.path.exists(go) and time.monotonic() < ends:
+            time.sleep(0.01)
     with open(os.environ["OVERLAP_EFFECTS"], "a", encoding="utf-8") as effects:
         effects.write(f"{{os.getpid()}} {{record}}\\n")
     time.sleep(float(os.environ["OVERLAP_PAUSE_S"]))
@@ -63,7 +71,8 @@ def _start(tmp_path: Path, store_url: str, at: str, *, lease_s: float, pause_s: 
         key: value for key, value in os.environ.items() if key not in ("VARDIYA_DB", "VARDIYA_APP")
     } | {
         "OVERLAP_EFFECTS": str(tmp_path / "effects.txt"), "OVERLAP_LEASE_S": str(lease_s),
-        "OVERLAP_PAUSE_S": str(pause_s),
+        "OVERLAP_PAUSE_S": str(pause_s), "OVERLAP_GO": str(tmp_path / "go"),
+        "OVERLAP_READY": str(tmp_path / "ready.txt"),
     }
     return subprocess.Popen(
         [sys.executable, "-m", "vardiya", "--app", "app.py:app", "--db", store_url, "tick", "slow", "--at",
@@ -102,13 +111,19 @@ def project(tmp_path: Path, store_url: str) -> str:
 
 
 def test_two_tick_processes_on_one_slot_hand_every_record_over_once(tmp_path: Path, project: str) -> None:
-    first = _start(tmp_path, project, "00:01", lease_s=30, pause_s=0.03)
+    first = _start(tmp_path, project, "00:01", lease_s=30, pause_s=0.02)
+    second = None
     try:
-        _wait_for(lambda: len(_effects(tmp_path)) >= 2 * CHUNK, "the first run to hand over two chunks")
-        second = _start(tmp_path, project, "00:31", lease_s=30, pause_s=0.03)
+        ready = tmp_path / "ready.txt"
+        _wait_for(lambda: ready.exists(), "the first run to hold its first chunk")
+        second = _start(tmp_path, project, "00:31", lease_s=30, pause_s=0.02)
+        # both runs inside their first chunk at once: the overlap the test is about, however loaded the machine
+        _wait_for(lambda: len(set(ready.read_text().split())) == 2, "the second run to hold a chunk too", timeout=120)
+        (tmp_path / "go").touch()
         a, b = _report(first), _report(second)
     finally:
-        for process in (first, locals().get("second")):
+        (tmp_path / "go").touch()
+        for process in (first, second):
             if process is not None and process.poll() is None:
                 process.kill()
                 process.wait(timeout=30)
@@ -117,13 +132,14 @@ def test_two_tick_processes_on_one_slot_hand_every_record_over_once(tmp_path: Pa
     assert twice == [], f"records handed to the handler twice: {twice}"
     assert sorted(calls) == list(range(1, RECORDS + 1))
     assert a["started"] + b["started"] == RECORDS and a["done"] + b["done"] == RECORDS
-    assert b["started"] > 0, "the second run did none of the work: the test did not overlap the runs"
+    assert a["started"] > 0 and b["started"] > 0 and a["held"] + b["held"] > 0  # shared, each skipped the other's
     with open_store(project) as store:
         assert store.ledger.count_done("slow", _today(), slot=0) == RECORDS
 
 
 def test_after_the_first_run_is_killed_a_second_finishes_what_it_left(tmp_path: Path, project: str) -> None:
     lease_s = 1.5
+    (tmp_path / "go").touch()  # no holding back: one run at a time here
     first = _start(tmp_path, project, "00:01", lease_s=lease_s, pause_s=0.05)
     try:
         _wait_for(lambda: len(_effects(tmp_path)) >= 3 * CHUNK + 2, "the first run to be inside its fourth chunk")

@@ -46,6 +46,8 @@ app = App("service-tests")
     catch_up=int(_number("VT_CATCH_UP", 1)),
     backfill_limit=int(_number("VT_BACKFILL", 10_000)),
     deadline=1.0,
+    # The windows are seconds long and these tests are about firing and recovery, not the window stop.
+    deadline_grace=timedelta(seconds=PERIOD_S),
     downtime=CatchUpPolicy(max_ticks=int(_number("VT_MAX_TICKS", 1)), grace=timedelta(seconds=_number("VT_GRACE_S", 300))),
 )
 def rolling(record: int) -> None:

@@ -10,20 +10,11 @@ from ..app import load_app
 from ..clock import VirtualClock
 from ..errors import InvalidInput
 from ..output import FitTable, progress
-from ..slots.runner import Cut, ReplayReport, TickReport, planned_ticks, replay, run_tick
+from ..slots.runner import TICK_CAPTION, TICK_COLUMNS, Cut, ReplayReport, TickReport, planned_ticks, replay, run_tick
 from ..times import parse_time
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 
 __all__ = ["replay_command", "tick"]
-
-
-#: The columns of a tick's table: the words of ``TickReport`` and of ``--json`` (see ``slots.runner``).
-TICK_COLUMNS = ("slot", "already_done", "started", "backlog", "held", "done", "failed", "cut")
-TICK_CAPTION = (
-    "already_done: the slot's records done before the tick; started: its own slot's records handed to the "
-    "handler; backlog: earlier slots' records handed to it; held: skipped, another run held them; "
-    "done / failed: outcomes of all records handed over; cut: deadline or window, the tick stopped starting records"
-)
 
 
 def _tick_table(ticks: list[TickReport], zone: str) -> FitTable:

@@ -17,13 +17,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from ..cli.ticks import TICK_CAPTION, TICK_COLUMNS
 from ..clock import VirtualClock
 from ..examples.nightly_users import JOB, ZONE, build_app
 from ..slots.balance import balance
 from ..slots.chart import write_chart
 from ..slots.report import ledger_report
-from ..slots.runner import TickReport, planned_ticks, replay
+from ..slots.runner import TICK_CAPTION, TICK_COLUMNS, TickReport, planned_ticks, replay
 from ..store import Store
 
 __all__ = ["nightly_section"]

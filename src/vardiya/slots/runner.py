@@ -56,7 +56,7 @@ from .hashing import RecordId
 from .job import RecordResult, SlotJob, TickContext
 from .scheme import Period, SlotScheme
 
-__all__ = ["Cut", "ReplayReport", "TickReport", "planned_ticks", "replay", "run_tick"]
+__all__ = ["TICK_CAPTION", "TICK_COLUMNS", "Cut", "ReplayReport", "TickReport", "planned_ticks", "replay", "run_tick"]
 
 log = logging.getLogger("vardiya.tick")
 
@@ -69,6 +69,15 @@ _ANALYZE_GROWTH = 4
 _ONE_INSTANT_S = 0.0001
 _DONE = LedgerStatus.DONE.value
 _FAILED = LedgerStatus.FAILED.value
+
+
+#: The columns of a tick's table: the words of ``TickReport`` and of ``--json`` (module doc).
+TICK_COLUMNS = ("slot", "already_done", "started", "backlog", "held", "done", "failed", "cut")
+TICK_CAPTION = (
+    "already_done: the slot's records done before the tick; started: its own slot's records handed to the "
+    "handler; backlog: earlier slots' records handed to it; held: skipped, another run held them; "
+    "done / failed: outcomes of all records handed over; cut: deadline or window, the tick stopped starting records"
+)
 
 
 class Cut(str, enum.Enum):
@@ -166,9 +175,11 @@ class _Heartbeat:
     """
 
     def __init__(self, store: Store, owner: str, job: SlotJob, clock: Clock) -> None:
-        self.store, self.owner, self.lease, self.clock = store, owner, job.claim_lease, clock
+        self.store, self.owner, self.job, self.lease, self.clock = store, owner, job.name, job.claim_lease, clock
         self.stopped = threading.Event()
         self.thread: threading.Thread | None = None
+        #: (period, keys) of the chunk the tick holds, or None: set by the tick, read by the beats
+        self.chunk: tuple[str, list[str]] | None = None
 
     def start(self) -> None:
         if self.thread is None:
@@ -178,8 +189,11 @@ class _Heartbeat:
     def _beat(self) -> None:
         interval = max(0.05, self.lease.total_seconds() / 3)
         while not self.stopped.wait(interval):
+            chunk = self.chunk
+            if chunk is None:
+                continue
             try:
-                self.store.ledger.claims.renew(self.owner, self.clock.now() + self.lease)
+                self.store.ledger.claims.renew(self.owner, self.job, *chunk, self.clock.now() + self.lease)
             except Exception as error:  # noqa: BLE001 - retried at the next beat
                 log.warning("tick %s: renewing its claims failed: %s", self.owner, error)
 
@@ -224,7 +238,6 @@ class _Tick:
         self.analyze_at = ANALYZE_AFTER
         self.chunk_size = max(job.flush_every, job.batch_size or 1)
         self.owner = f"tick-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:10]}"
-        self.holding = False
         self.heartbeat = _Heartbeat(store, self.owner, job, clock)
 
     def flush(self) -> None:
@@ -235,11 +248,13 @@ class _Tick:
         planned as a rescan of every row the tick had marked, for each id: the last page of a
         1,000,000-record tick ran for more than ten minutes. After a refresh it is an index probe per id.
         """
-        if not self.pending and not self.holding:
+        held = self.heartbeat.chunk
+        if not self.pending and held is None:
             return
-        self.marked += self.store.ledger.mark_rows(self.pending, release=self.owner if self.holding else None)
+        release = (self.owner, self.job.name, *held) if held is not None else None
+        self.marked += self.store.ledger.mark_rows(self.pending, release=release)
         self.pending = []
-        self.holding = False
+        self.heartbeat.chunk = None
         if self.marked >= self.analyze_at:
             self.store.ledger.refresh_statistics()
             self.analyze_at = self.marked * _ANALYZE_GROWTH
@@ -289,7 +304,7 @@ class _Tick:
             give_up_after=self.job.max_attempts,
         )
         if taken:
-            self.holding = True
+            self.heartbeat.chunk = (period, sorted(taken))
             self.heartbeat.start()
         if len(taken) == len(chunk):
             return chunk

@@ -9,9 +9,9 @@
   scans the table.
 - **Ledger.** When the table lives in the store's own database, the query also carries the ledger
   anti-join (``NOT EXISTS`` a settled ledger row, nor a live claim of another run), so only not-done
-  ids leave the database. When it lives
-  elsewhere, each chunk of ids is filtered through ``store.ledger.done_among``, which reads the ledger in
-  chunks.
+  ids leave the database. When it lives elsewhere, the ids are filtered through the slot's settled
+  keys (``store.ledger.settled_in_slot``) and the keys live claims hold. Either way the tick's claim
+  (``store.ledger.claims``) is what guarantees that no other run holds a record it hands over.
 - **Streaming.** Ids come in chunks of ``chunk_size`` by keyset pagination (``... AND id > :last ORDER BY
   id LIMIT :n``), one short read per chunk with no transaction held between chunks: a tick's memory does
   not grow with the table, and a handler that runs for an hour holds no snapshot open. The id column

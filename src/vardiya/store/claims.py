@@ -12,13 +12,13 @@ record to the handler. A run therefore claims each chunk of records before the h
   the ledger again in a new statement: a run that marked a record done and released it after this
   transaction's snapshot was taken but before it reached the claim row must not lose its outcome to a
   second handler call.
-- ``renew`` (the runner's heartbeat) moves the leases of one owner forward while its chunk runs.
-- ``release`` deletes one owner's claims; the runner does it in the transaction that marks the chunk's
-  outcomes, so a record is never free and not done at once.
+- ``renew`` (the runner's heartbeat) moves the leases of one owner's chunk forward while it runs.
+- ``release`` deletes one owner's claims on a chunk; the runner does it in the transaction that marks
+  the chunk's outcomes, so a record is never free and not done at once.
 
-On PostgreSQL every statement that locks several claim rows locks them in key order (the claim sorts
-its keys, renew and release select theirs ``ORDER BY ... FOR UPDATE``), so two runs wait for each other
-instead of deadlocking.
+On PostgreSQL every statement that locks several claim rows locks them in key order (all of them bind
+their keys sorted and reach the rows through the primary key), so two runs wait for each other instead
+of deadlocking.
 """
 
 from __future__ import annotations
@@ -73,17 +73,19 @@ _POSTGRES_DROP = """
 DELETE FROM ledger_claims WHERE job = %(job)s AND period = %(period)s AND record = ANY(%(keys)s::varchar[]) AND owner = %(owner)s
 """
 
-_POSTGRES_OWNED = (
-    "SELECT job, period, record FROM ledger_claims WHERE owner = %(owner)s ORDER BY job, period, record FOR UPDATE"
-)
+# Renew and release name the claims by key (the primary key), not by owner: an index on the owner
+# would cost every claim and every release a second b-tree write per record.
 _RENEW = {
-    Backend.SQLITE: "UPDATE ledger_claims SET lease_until = ? WHERE owner = ?",
-    Backend.POSTGRESQL: "UPDATE ledger_claims SET lease_until = %(until)s"
-    f" WHERE (job, period, record) IN ({_POSTGRES_OWNED})",
+    Backend.SQLITE: "UPDATE ledger_claims SET lease_until = ?1 WHERE job = ?2 AND period = ?3"
+    " AND record IN (SELECT value FROM json_each(?4)) AND owner = ?5",
+    Backend.POSTGRESQL: "UPDATE ledger_claims SET lease_until = %(until)s::timestamptz WHERE job = %(job)s::varchar"
+    " AND period = %(period)s::varchar AND record = ANY(%(keys)s::varchar[]) AND owner = %(owner)s::varchar",
 }
 _RELEASE = {
-    Backend.SQLITE: "DELETE FROM ledger_claims WHERE owner = ?",
-    Backend.POSTGRESQL: f"DELETE FROM ledger_claims WHERE (job, period, record) IN ({_POSTGRES_OWNED})",
+    Backend.SQLITE: "DELETE FROM ledger_claims WHERE job = ?2 AND period = ?3"
+    " AND record IN (SELECT value FROM json_each(?4)) AND owner = ?5",
+    Backend.POSTGRESQL: "DELETE FROM ledger_claims WHERE job = %(job)s::varchar AND period = %(period)s::varchar"
+    " AND record = ANY(%(keys)s::varchar[]) AND owner = %(owner)s::varchar",
 }
 
 
@@ -134,23 +136,35 @@ class RecordClaims:
                     taken -= late
             return taken
 
-    def renew(self, owner: str, until: datetime) -> int:
-        """Move every lease of ``owner`` to ``until`` (a heartbeat); returns how many claims it holds."""
+    def renew(self, owner: str, job: str, period: str, keys: Sequence[str], until: datetime) -> int:
+        """Move the leases of ``owner``'s claims on ``keys`` to ``until`` (a heartbeat); returns how many it holds."""
         with self._store.transaction() as connection:
-            return self._run(connection, _RENEW, owner, until)
+            return self._run(connection, _RENEW, owner, job, period, keys, until)
 
-    def release(self, owner: str, connection: sa.Connection | None = None) -> int:
-        """Drop every claim of ``owner`` (in ``connection``'s transaction when given); returns how many."""
+    def release(
+        self, owner: str, job: str, period: str, keys: Sequence[str], connection: sa.Connection | None = None
+    ) -> int:
+        """Drop ``owner``'s claims on ``keys`` (in ``connection``'s transaction when given); returns how many."""
         if connection is not None:
-            return self._run(connection, _RELEASE, owner)
+            return self._run(connection, _RELEASE, owner, job, period, keys)
         with self._store.transaction() as connection:
-            return self._run(connection, _RELEASE, owner)
+            return self._run(connection, _RELEASE, owner, job, period, keys)
 
-    def _run(self, connection: sa.Connection, statements: dict[Backend, str], owner: str, until: Any = None) -> int:
+    def _run(
+        self,
+        connection: sa.Connection,
+        statements: dict[Backend, str],
+        owner: str,
+        job: str,
+        period: str,
+        keys: Sequence[str],
+        until: datetime | None = None,
+    ) -> int:
         if self._backend is Backend.SQLITE:
-            parameters: Any = (owner,) if until is None else (self._time(until), owner)
-        else:
-            parameters = {"owner": owner, "until": until}
+            # ?1 is the lease (unused by a release: bound all the same, numbered parameters are positional)
+            parameters: Any = (self._time(until) if until else None, job, period, json.dumps(list(keys)), owner)
+        else:  # in key order: rows are locked as the claims lock them (module doc)
+            parameters = {"owner": owner, "job": job, "period": period, "keys": sorted(keys), "until": until}
         return int(connection.exec_driver_sql(statements[self._backend], parameters).rowcount)
 
     def held(self, job: str, period: str, now: datetime, *, by: str | None = None) -> dict[str, str]:

@@ -153,21 +153,25 @@ class Ledger:
         return _time_converter(self._hot)
 
     def mark_rows(
-        self, rows: list[tuple[Any, ...]], *, chunk_size: int = CHUNK_SIZE, release: str | None = None
+        self,
+        rows: list[tuple[Any, ...]],
+        *,
+        chunk_size: int = CHUNK_SIZE,
+        release: tuple[str, str, str, Sequence[str]] | None = None,
     ) -> int:
         """Record prepared rows (``ROW_COLUMNS``, times from ``row_times``), one transaction per chunk.
 
         The same upsert as ``mark``, without building entries. ``rows`` is sorted in place into
         primary-key order: concurrent marks of overlapping records then take their row locks in one
-        order, so they wait for each other instead of deadlocking on PostgreSQL. ``release`` names an
-        owner whose record claims are dropped in the last chunk's transaction: a claimed record is
-        never free before its outcome is in the ledger.
+        order, so they wait for each other instead of deadlocking on PostgreSQL. ``release`` is
+        (owner, job, period, keys): those record claims are dropped in the last chunk's transaction,
+        so a claimed record is never free before its outcome is in the ledger.
         """
         rows.sort(key=_PRIMARY_KEY)
         if len(rows) <= chunk_size:
             if not rows:
                 if release is not None:
-                    self.claims.release(release)
+                    self.claims.release(*release)
                 return 0
             return self._upsert(rows, release)
         starts = range(0, len(rows), chunk_size)
@@ -175,7 +179,9 @@ class Ledger:
             self._upsert(rows[at : at + chunk_size], release if at == starts[-1] else None) for at in starts
         )
 
-    def _upsert(self, rows: Sequence[tuple[Any, ...]], release: str | None = None) -> int:
+    def _upsert(
+        self, rows: Sequence[tuple[Any, ...]], release: tuple[str, str, str, Sequence[str]] | None = None
+    ) -> int:
         """One transaction of the ledger upsert over sorted prepared rows.
 
         PostgreSQL sessions force custom plans (``store/engine.py``), which the slot sources' anti-join
@@ -187,7 +193,7 @@ class Ledger:
                 connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
             connection.exec_driver_sql(self._hot.ledger_upsert, rows)
             if release is not None:
-                self.claims.release(release, connection)
+                self.claims.release(*release, connection=connection)
         return len(rows)
 
     def refresh_statistics(self) -> None:

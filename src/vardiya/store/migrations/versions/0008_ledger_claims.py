@@ -34,9 +34,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("job", "period", "record", name="pk_ledger_claims"),
         sqlite_with_rowid=False,
     )
-    op.create_index("ix_ledger_claims_owner", "ledger_claims", ["owner"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_ledger_claims_owner", table_name="ledger_claims")
     op.drop_table("ledger_claims")
