@@ -53,6 +53,7 @@ def worker(
         raise InvalidInput(
             f"app {app.name!r} declares no handlers, slot jobs or pipelines; declare one with @app.handler(...)"
         )
+    Worker.check(app, concurrency=concurrency, lease=lease, prefetch=prefetch, names=names or None)  # before the store
     with service_store(settings, log_format, metrics_port) as (store, metrics):
         running = Worker(
             store, app, concurrency=concurrency, lease=lease, prefetch=prefetch, names=names or None, metrics=metrics

@@ -102,20 +102,9 @@ class Worker:
         services: ServiceWork | None = None,
         metrics: ServiceMetrics | None = None,
     ) -> None:
-        from ..errors import InvalidInput
-
-        for name, value, low in (("concurrency", concurrency, 1), ("prefetch", prefetch, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InvalidInput(f"{name} must be a whole number of at least {low}, got {value!r}")
-        if not isinstance(lease, int | float) or lease <= 0:
-            raise InvalidInput(f"a lease must be more than 0 seconds, got {lease!r}")
         self.store = store
         self.clock: Clock = store.clock
-        all_handlers = handlers_of(handlers)
-        if names:
-            from .invoker import find_handler
-
-            all_handlers = {name: find_handler(all_handlers, name) for name in names}
+        all_handlers = self.check(handlers, concurrency=concurrency, lease=lease, prefetch=prefetch, names=names)
         self.handlers = all_handlers
         self._by_kind: dict[str, Handler] = {}
         for handler in all_handlers.values():
@@ -152,6 +141,26 @@ class Worker:
             for handler in self._by_kind.values()
             if handler.dedup is None
         }
+
+    @staticmethod
+    def check(
+        handlers: Any, *, concurrency: int, lease: float, prefetch: int, names: Sequence[str] | None
+    ) -> dict[str, Handler]:
+        """Refuse bad settings (``InvalidInput``) and return the handlers the worker runs: what the
+        constructor checks, callable before a store is opened (``vardiya worker`` writes nothing then)."""
+        from ..errors import InvalidInput
+
+        for name, value, low in (("concurrency", concurrency, 1), ("prefetch", prefetch, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InvalidInput(f"{name} must be a whole number of at least {low}, got {value!r}")
+        if not isinstance(lease, int | float) or lease <= 0:
+            raise InvalidInput(f"a lease must be more than 0 seconds, got {lease!r}")
+        all_handlers = handlers_of(handlers)
+        if names:
+            from .invoker import find_handler
+
+            all_handlers = {name: find_handler(all_handlers, name) for name in names}
+        return all_handlers
 
     # -- control ------------------------------------------------------------------------------------
 
