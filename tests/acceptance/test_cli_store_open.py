@@ -102,6 +102,11 @@ def test_writes_and_db_upgrade_still_create_the_store(tmp_path: Path) -> None:
     assert submitted.code == 0, submitted.stderr
     assert (tmp_path / "new.db").exists()
     assert run_cli("--db", "sqlite:///new.db", "status", cwd=tmp_path).code in (0, 1)
+    worker = run_cli("--db", "sqlite:///fleet.db", "worker", "--until-idle", "--app", app, cwd=tmp_path)
+    assert worker.code == 0, worker.stderr
+    assert "first run: created a new vardiya store at sqlite:///fleet.db" in worker.stderr
+    again = run_cli("--db", "sqlite:///fleet.db", "worker", "--until-idle", "--app", app, cwd=tmp_path)
+    assert again.code == 0 and "first run" not in again.stderr, again.stderr
     upgraded = run_cli("db", "upgrade", "--db", "sqlite:///other.db", cwd=tmp_path)
     assert upgraded.code == 0, upgraded.stderr
     assert run_cli("dlq", "list", "--db", "sqlite:///other.db", cwd=tmp_path).code == 0

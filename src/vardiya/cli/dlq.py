@@ -57,8 +57,9 @@ def list_command(
     settings: Settings, handler: str | None, older_than: str | None, error: str | None, ids: tuple[int, ...], as_json: bool
 ) -> int:
     """List dead letters, oldest first."""
+    age = _age(older_than)  # bad options are reported before the store is opened
     with settings.open_store(StoreUse.EXISTING) as store:
-        found = letters.dead_letters(store, handler=handler, older_than_s=_age(older_than), error=error, ids=ids or None)
+        found = letters.dead_letters(store, handler=handler, older_than_s=age, error=error, ids=ids or None)
     if as_json:
         emit_json({"dead_letters": [letter.to_json() for letter in found], "total": len(found),
                    "records": sum(letter.records for letter in found)})
@@ -121,9 +122,10 @@ def redrive_command(
     rate: str | None, max_attempts: int | None, dry_run: bool, as_json: bool,
 ) -> int:
     """Make dead letters ready again; records that had already succeeded are not processed twice."""
-    per_s = _rate(rate)
+    per_s, age = _rate(rate), _age(older_than)  # bad options are reported before the store is opened
+    letters.check_redrive(rate_per_s=per_s, max_attempts=max_attempts)
     with settings.open_store(StoreUse.EXISTING) as store:
-        report = letters.redrive(store, handler=handler, older_than_s=_age(older_than), error=error, ids=ids or None,
+        report = letters.redrive(store, handler=handler, older_than_s=age, error=error, ids=ids or None,
                                  rate_per_s=per_s, max_attempts=max_attempts, dry_run=dry_run)
     if as_json:
         emit_json(report.to_json())
@@ -156,8 +158,9 @@ def purge_command(
     """Delete dead letters and their history for good."""
     if not (handler or older_than or error or ids):
         raise InvalidInput("purge deletes for good: name what to purge with --handler, --older-than, --error or --id")
+    age = _age(older_than)
     with settings.open_store(StoreUse.EXISTING) as store:
-        report = letters.purge(store, handler=handler, older_than_s=_age(older_than), error=error, ids=ids or None,
+        report = letters.purge(store, handler=handler, older_than_s=age, error=error, ids=ids or None,
                                dry_run=dry_run)
     if as_json:
         emit_json(report)

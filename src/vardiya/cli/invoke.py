@@ -21,7 +21,7 @@ from rich.markup import escape
 from ..app import load_app
 from ..errors import InvalidInput, InvalidRecord, VardiyaError
 from ..invoke.invoker import Invoker, call_key, call_payloads, check_appends
-from ..invoke.worker import Worker, check_worker_settings
+from ..invoke.worker import Worker
 from ..output import FitTable, cell, progress
 from ..schedule.plan import pipeline_kind, tick_kind
 from ..service.work import ServiceWork
@@ -62,7 +62,7 @@ def worker(
             f"app {app.name!r} declares no handlers, slot jobs or pipelines; declare one with @app.handler(...)"
         )
     check_names(app, names, "--only")
-    check_worker_settings(concurrency=concurrency, lease=lease, prefetch=prefetch)
+    Worker.check(app, concurrency=concurrency, lease=lease, prefetch=prefetch, names=None)  # before the store
     with service_store(settings, log_format, metrics_port) as (store, metrics):
         running = _worker(store, app, names, metrics, concurrency=concurrency, lease=lease, prefetch=prefetch)
         log_start("worker", store, app, running.owner, _worker_runs(running), "work items of those kinds")

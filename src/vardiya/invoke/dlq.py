@@ -29,7 +29,7 @@ from .handlers import BATCH_PREFIX, CALL_PREFIX
 if TYPE_CHECKING:
     from ..store.api import Store
 
-__all__ = ["DeadLetter", "RedriveReport", "dead_letters", "purge", "redrive", "show"]
+__all__ = ["DeadLetter", "RedriveReport", "check_redrive", "dead_letters", "purge", "redrive", "show"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,6 +200,14 @@ class RedriveReport:
         return asdict(self)
 
 
+def check_redrive(*, rate_per_s: float | None, max_attempts: int | None) -> None:
+    """Refuse a redrive's bad rate or attempt budget (the CLI asks before it opens the store)."""
+    if rate_per_s is not None and (isinstance(rate_per_s, bool) or not rate_per_s > 0):
+        raise InvalidInput(f"--rate must be more than 0 items per second, got {rate_per_s!r}")
+    if max_attempts is not None and (isinstance(max_attempts, bool) or max_attempts < 1):
+        raise InvalidInput(f"--max-attempts must be a whole number of at least 1, got {max_attempts!r}")
+
+
 def redrive(
     store: Store,
     *,
@@ -212,10 +220,7 @@ def redrive(
     dry_run: bool = False,
 ) -> RedriveReport:
     """Redrive the dead letters the filters select; see the module docstring."""
-    if rate_per_s is not None and (isinstance(rate_per_s, bool) or not rate_per_s > 0):
-        raise InvalidInput(f"--rate must be more than 0 items per second, got {rate_per_s!r}")
-    if max_attempts is not None and (isinstance(max_attempts, bool) or max_attempts < 1):
-        raise InvalidInput(f"--max-attempts must be a whole number of at least 1, got {max_attempts!r}")
+    check_redrive(rate_per_s=rate_per_s, max_attempts=max_attempts)
     letters = dead_letters(store, handler=handler, older_than_s=older_than_s, error=error, ids=ids)
     chosen = sorted(letter.id for letter in letters)
     now = store.clock.now()

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from ..service.work import ServiceWork
     from ..store.api import Store
 
-__all__ = ["Worker", "WorkerReport", "check_worker_settings"]
+__all__ = ["Worker", "WorkerReport"]
 
 log = logging.getLogger("vardiya.worker")
 
@@ -83,18 +83,6 @@ class WorkerReport:
         return dict(self.__dict__)
 
 
-def check_worker_settings(*, concurrency: int, lease: float, prefetch: int) -> None:
-    """Refuse settings no worker can run with (``InvalidInput``); the CLI calls it before the store
-    is opened, so a bad ``--concurrency`` writes nothing."""
-    from ..errors import InvalidInput
-
-    for name, value, low in (("concurrency", concurrency, 1), ("prefetch", prefetch, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise InvalidInput(f"{name} must be a whole number of at least {low}, got {value!r}")
-    if not isinstance(lease, int | float) or lease <= 0:
-        raise InvalidInput(f"a lease must be more than 0 seconds, got {lease!r}")
-
-
 class Worker:
     """Runs the async and stream work of an app's handlers from one store."""
 
@@ -114,14 +102,9 @@ class Worker:
         services: ServiceWork | None = None,
         metrics: ServiceMetrics | None = None,
     ) -> None:
-        check_worker_settings(concurrency=concurrency, lease=lease, prefetch=prefetch)
         self.store = store
         self.clock: Clock = store.clock
-        all_handlers = handlers_of(handlers)
-        if names:
-            from .invoker import find_handler
-
-            all_handlers = {name: find_handler(all_handlers, name) for name in names}
+        all_handlers = self.check(handlers, concurrency=concurrency, lease=lease, prefetch=prefetch, names=names)
         self.handlers = all_handlers
         self._by_kind: dict[str, Handler] = {}
         for handler in all_handlers.values():
@@ -158,6 +141,26 @@ class Worker:
             for handler in self._by_kind.values()
             if handler.dedup is None
         }
+
+    @staticmethod
+    def check(
+        handlers: Any, *, concurrency: int, lease: float, prefetch: int, names: Sequence[str] | None
+    ) -> dict[str, Handler]:
+        """Refuse bad settings (``InvalidInput``) and return the handlers the worker runs: what the
+        constructor checks, callable before a store is opened (``vardiya worker`` writes nothing then)."""
+        from ..errors import InvalidInput
+
+        for name, value, low in (("concurrency", concurrency, 1), ("prefetch", prefetch, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InvalidInput(f"{name} must be a whole number of at least {low}, got {value!r}")
+        if not isinstance(lease, int | float) or lease <= 0:
+            raise InvalidInput(f"a lease must be more than 0 seconds, got {lease!r}")
+        all_handlers = handlers_of(handlers)
+        if names:
+            from .invoker import find_handler
+
+            all_handlers = {name: find_handler(all_handlers, name) for name in names}
+        return all_handlers
 
     # -- control ------------------------------------------------------------------------------------
 
