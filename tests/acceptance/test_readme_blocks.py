@@ -198,3 +198,12 @@ def test_the_collector_finds_the_known_sections() -> None:
         "examples/meter_validation/README.md::Planning it first",
     ):
         assert expected in ids, sorted(ids)
+
+
+def test_the_primitives_snippet_runs_twice(tmp_path: Path) -> None:
+    """A reader runs a snippet again: the primitives one must not fail on a store it made itself."""
+    [section] = [section for section in RUNNABLE if section.title == "Using the primitives directly"]
+    environment = _environment(tmp_path)
+    for _ in range(2):
+        done = run_block(section.blocks[0], tmp_path, 1, environment)
+        assert done.returncode == 0, done.stderr
