@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..clock import VirtualClock
@@ -25,6 +26,7 @@ from ..examples.meter_validation import NIGHT_CSV, Outcome, build_app, load_outc
 from ..invoke import dlq
 from ..invoke.invoker import Invoker
 from ..invoke.worker import Worker
+from ..output import FitTable
 from ..store import Store
 
 __all__ = ["invocation_section"]
@@ -125,15 +127,15 @@ def invocation_section(
 
     handlers = [handler for key, (_, handler) in MODELS.items() if key != "sync"]
     letters = [letter for handler in handlers for letter in dlq.dead_letters(store, handler=handler)]
-    dead_table = Table(title=f"dead letters after 3 attempts: the first of each handler ({len(letters)} in all)")
+    dead_table = FitTable(title=f"dead letters after 3 attempts: the first of each handler ({len(letters)} in all)")
     for column in ("id", "model", "records", "co-failed"):
         dead_table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
-    dead_table.add_column("last error")
+    dead_table.add_column("last error", wrap=True)
     label = {handler: name for name, handler in MODELS.values()}
     for letter in _one_per_handler(letters):
         dead_table.add_row(
             str(letter.id), label[letter.handler], str(letter.records), str(letter.co_failed),
-            _short(letter.error or "", 26),
+            escape(letter.error or ""),
         )
     console.print(dead_table)
 
@@ -175,11 +177,6 @@ def invocation_section(
         "dead_after_redrive": dead_again,
     }
     return "invocation", figures
-
-
-def _short(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters, an ellipsis marking the cut."""
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _one_per_handler(letters: list[dlq.DeadLetter]) -> list[dlq.DeadLetter]:
