@@ -180,6 +180,7 @@ def _free_port() -> int:
         ("jobs", ["scheduler", "--only", "nope"], ["no slot job or pipeline 'nope'", "rolling", "meters"]),
         ("jobs", ["pipeline", "triggers", "nope"], ["no pipeline 'nope'", "meters"]),
         ("jobs", ["status", "--late-after", "-1"], ["--late-after must be 0 or more seconds"]),
+        ("jobs", ["status", "--closed-periods", "-1"], ["--closed-periods must be 0 or more"]),
         ("jobs", ["worker", "--metrics-port", "70000"], ["--metrics-port 70000 is not a port", "1 to 65535"]),
         ("jobs", ["scheduler", "--log-format", "xml"], ["'xml' is not one of", "'text'", "'json'"]),
         ("jobs", ["scheduler", "--poll-max", "0"], ["--poll-max must be more than 0"]),
@@ -192,7 +193,7 @@ def _free_port() -> int:
     ],
     ids=[
         "invalid-cron", "unknown-cron-zone", "unknown-scheme-zone", "unknown-only", "unknown-pipeline",
-        "negative-late-after", "port-out-of-range", "unknown-log-format", "zero-poll-max", "worker-nothing-to-run",
+        "negative-late-after", "negative-closed-periods", "port-out-of-range", "unknown-log-format", "zero-poll-max", "worker-nothing-to-run",
         "scheduler-nothing-to-schedule", "bad-scheme-change-scheduler", "bad-scheme-change-status",
         "bad-scheme-change-replay",
     ],
