@@ -174,13 +174,22 @@ def _metrics_page(scratch: Path) -> str:
     """Every metric a scheduler or worker serves, read from a ``ServiceMetrics`` registry."""
     from prometheus_client.metrics import MetricWrapperBase
 
+    from vardiya import App, SlotScheme
     from vardiya.service.metrics import ServiceMetrics
+    from vardiya.slots.sources import IterableSource
     from vardiya.store import open_store
+
+    # An app with one slot job, as a service with ``--app`` has: the not-done gauge is served only then.
+    app = App("docs")
+
+    @app.slot_job("example", scheme=SlotScheme(slots=24), source=IterableSource(range(1, 49)))
+    def _example(record: Any, context: Any) -> None: ...
 
     with open_store(f"sqlite:///{scratch / 'metrics.db'}") as store:
         # One item, so the store's gauges show their labels.
         store.items.enqueue("call:example", {}, key="example")
-        metrics = ServiceMetrics(store)
+        metrics = ServiceMetrics()
+        metrics.watch(store, app)
         labels_of = {
             wrapper._name: tuple(wrapper._labelnames)  # noqa: SLF001 - the label names of a declared metric
             for wrapper in vars(metrics).values()
@@ -189,7 +198,8 @@ def _metrics_page(scratch: Path) -> str:
         families = [family for family in metrics.registry.collect() if family.name.startswith("vardiya_")]
     rows = []
     for family in sorted(families, key=lambda family: family.name):
-        labels = labels_of.get(family.name) or _sample_labels(family.samples)
+        # a collector's family with no sample yet still knows its label names
+        labels = labels_of.get(family.name) or _sample_labels(family.samples) or tuple(getattr(family, "_labelnames", ()))
         name = family.name + ("_total" if family.type == "counter" else "")
         rows.append(
             f"| `{name}` | {family.type} | {', '.join(f'`{label}`' for label in labels) or '-'} | "
@@ -211,9 +221,12 @@ def _metrics_page(scratch: Path) -> str:
             "Counters are per process (they start at zero when the process does): alert on `rate()` or",
             "`increase()`, summed over the processes. `vardiya_work_items` and `vardiya_work_items_due` are",
             "read from the store at every scrape, so every process reports the same figures: take `max()`",
-            "over the processes, not `sum()`. Labels: `family` is `tick`, `pipeline`, `call` or `batch`",
-            "(the part of a work item's kind before the colon); `state` is a work item's state;",
-            "`outcome` says how a record, run or item ended.",
+            "over the processes, not `sum()`. So is `vardiya_slot_not_done_records`, served by a service",
+            "started with `--app` whose app has slot jobs: the records never done in each job's latest 31",
+            "closed periods, recomputed at most once a minute (`vardiya slots backfill JOB --period P` runs",
+            "them). Labels: `family` is `tick`, `pipeline`, `call` or `batch` (the part of a work item's kind",
+            "before the colon); `state` is a work item's state; `outcome` says how a record, run or item",
+            "ended; `job` and `period` name a slot job and one of its periods.",
             "",
             "What to alert on is in [Running in production](../tutorials/production.md#what-to-monitor).",
             "",
