@@ -88,7 +88,7 @@ def test_times(project: Path, text: str) -> None:
 @SETTINGS
 @given(zone=TEXT, period=TEXT)
 def test_zones_and_periods(project: Path, zone: str, period: str) -> None:
-    _check(project, "slots", "which", "5", "--slots", "24", "--at", "2026-12-01T10:00Z", "--tz", zone, "--period", period)
+    _check(project, "slots", "which", "5", "--slots", "24", "--at", "2026-12-01T10:00Z", "--tz", zone, "--period-length", period)
 
 
 @SETTINGS

@@ -123,6 +123,7 @@ def test_bad_backfills_are_one_line_and_run_nothing(tmp_path: Path, seeded: tupl
 def test_status_exit_code_follows_healthy(tmp_path: Path) -> None:
     """0 when healthy, 1 when not (a dead item), in both forms: what systemd and monitoring checks read."""
     db = f"sqlite:///{tmp_path / 'v.db'}"
+    open_store(db).close()  # status reads a store, it never creates one
     assert _json(run_cli("status", "--json", "--db", db, cwd=tmp_path))["healthy"] is True
     text = run_cli("status", "--db", db, cwd=tmp_path)
     assert text.code == 0 and "healthy" in text.stdout

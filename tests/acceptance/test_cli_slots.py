@@ -325,7 +325,7 @@ def replayed(tmp_path: Path) -> list[str]:
     )
     assert result.code == 1, result.stderr  # two records fail on purpose
     replay = json.loads(result.stdout)
-    assert len(replay["ticks"]) == 24 and replay["processed"] == 238 and replay["failed"] == 2
+    assert len(replay["ticks"]) == 24 and replay["done"] == 238 and replay["failed"] == 2
     return options
 
 

@@ -97,12 +97,13 @@ def test_two_schedulers_on_two_connections_enqueue_each_tick_once(store_url: str
                 thread.start()
             for thread in threads:
                 thread.join()
-        # the first step of a new job fires the latest due tick (01:00) and passes 00:00 by
+        # the first step of a new job fires the latest due tick (01:00); 00:00 came before its first start,
+        # so it is not counted as passed by
         expected = [planned_key(DAY1 + HOUR * hour) for hour in range(1, 13)]
         assert sorted(fired) == expected  # each new item reported by exactly one scheduler
         assert tick_keys(stores[0]) == expected
         state = stores[0].schedules.get("tick:hourly")
-        assert state is not None and state.fired == 12 and state.skipped == 1
+        assert state is not None and state.fired == 12 and state.skipped == 0
     finally:
         for one in stores:
             one.close()
@@ -124,8 +125,8 @@ def test_downtime_applies_the_policy_once_and_counts_what_it_passes_by(store: St
     assert second.step().fired == []  # the policy was applied once: the second scheduler sees the cursor
     state = store.schedules.get("tick:hourly")
     assert state is not None
-    # 1 passed by on day 1 (00:00, when the job was new), 49 now; the span is the latest one passed by
-    assert (state.skipped, state.skipped_from, state.skipped_to) == (50, missed[0], missed[-2])
+    # 0 passed by on day 1 (00:00 came before the job's first start), 49 now; the span is the latest one passed by
+    assert (state.skipped, state.skipped_from, state.skipped_to) == (49, missed[0], missed[-2])
     assert len(tick_keys(store)) == 2  # 01:00 on day 1, then the one caught up
 
 

@@ -279,7 +279,7 @@ def test_exactly_once_per_period_for_any_zone_day_and_ids(
     with open_store(store_url, clock=clock) as fresh:
         fresh.ledger.reset("job", f"{start:%Y-%m-%d}")
         job = SlotJob(
-            name=f"job-{len(ids)}-{zone}-{day:%m%d}-{slots}-{layout}-{assign}",
+            name=f"job-{len(ids)}-{zone.replace('/', '_')}-{day:%m%d}-{slots}-{layout}-{assign}",
             scheme=SlotScheme(slots=slots, tz=zone, assign=assign, layout=layout),
             source=IterableSource(ids), handler=handler, catch_up=0, backfill_limit=10_000, start=start,
         )
@@ -322,4 +322,4 @@ def test_the_seed_step_with_its_own_run_times_runs_every_record_once_a_period_ac
         )
         # Each record ran once, or twice when it failed its first attempt: never a second success.
         assert all(successes[record] == (2 if record in failing else 1) for record in IDS), period
-    assert sum(tick.processed for tick in report.ticks) == 2 * len(IDS)
+    assert sum(tick.done for tick in report.ticks) == 2 * len(IDS)

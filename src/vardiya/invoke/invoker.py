@@ -24,7 +24,7 @@ from ..errors import ConfigurationError, InvalidInput, InvalidRecord
 from ..limits import check_key
 from ..store.records import Attempt, ItemState
 from ..store.streams import Streams
-from ..store.types import check_no_nul, dumps_json
+from ..store.types import json_text
 from .execute import BatchRecord, run_attempt
 from .gate import StoreGate
 from .handlers import Handler, Model
@@ -57,15 +57,8 @@ def handlers_of(source: Any) -> dict[str, Handler]:
 
 
 def check_record(handler: str, record: Any) -> None:
-    """A record the store can keep: JSON, without a NUL character (``types.check_no_nul``)."""
-    try:
-        text = dumps_json(record)
-    except (TypeError, ValueError) as error:
-        raise InvalidInput(
-            f"the payload does not serialise to JSON ({error}); "
-            "pass dicts, lists, strings, numbers, booleans or None"
-        ) from None
-    check_no_nul(text, "the payload")
+    """A record the store can keep: JSON, without a NUL character (``types.json_text``)."""
+    json_text(record, "the payload")
 
 
 def _bad_record(handler: str, index: int, count: int, error: InvalidInput) -> InvalidRecord:

@@ -12,7 +12,7 @@ from typing import Any
 from ..clock import to_seconds
 from ..errors import InvalidInput
 from ..limits import check_key, check_kind
-from .types import check_no_nul, dumps_json
+from .types import json_text
 
 __all__ = ["check_max_attempts", "check_payload", "checked_payloads", "lease_seconds"]
 
@@ -21,14 +21,7 @@ def check_payload(kind: str, key: str, payload: Any) -> str:
     """The payload's JSON text (what the store keeps); a payload that has none, or holds a NUL, is bad
     input. The key is checked too (``limits.check_key``): both go in the same row."""
     check_key(key, f"the key of a {kind} item")
-    try:
-        text = dumps_json(payload)
-    except (TypeError, ValueError) as error:
-        raise InvalidInput(
-            f"payload of {kind} item {key!r} does not serialise to JSON ({error}); "
-            "pass dicts, lists, strings, numbers, booleans or None"
-        ) from None
-    return check_no_nul(text, f"payload of {kind} item {key!r}")
+    return json_text(payload, f"payload of {kind} item {key!r}")
 
 
 def checked_payloads(kind: str, items: Iterable[tuple[str, Any]]) -> list[tuple[str, str]]:

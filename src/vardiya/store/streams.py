@@ -26,12 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ..errors import InvalidInput
 from ..limits import check_key, check_kind, check_name
 from .hot import ITEM_KEY_INSERT, _sqlite_time
 from .records import ItemState
 from .schema import stream_lanes, stream_records, work_items
-from .types import check_no_nul, dumps_json
+from .types import dumps_json, json_text
 from .url import Backend
 
 if TYPE_CHECKING:
@@ -68,14 +67,7 @@ def batch_ready(
 
 
 def _check_record(stream: str, record: Any) -> None:
-    try:
-        text = dumps_json(record)
-    except (TypeError, ValueError) as error:
-        raise InvalidInput(
-            f"a record appended to stream {stream!r} does not serialise to JSON ({error}); "
-            "pass dicts, lists, strings, numbers, booleans or None"
-        ) from None
-    check_no_nul(text, f"a record appended to stream {stream!r}")
+    json_text(record, f"a record appended to stream {stream!r}")
 
 
 def notify(connection: sa.Connection, backend: Backend, kind: str) -> None:

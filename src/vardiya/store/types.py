@@ -14,6 +14,7 @@ from sqlalchemy.engine import Dialect
 from ..errors import InvalidInput
 
 __all__ = [
+    "json_text",
     "JSONDocument", "UTCDateTime", "UTCMicros", "check_no_nul", "dumps_json", "from_micros", "has_nul", "to_micros",
 ]
 
@@ -49,6 +50,18 @@ def check_no_nul(text: str, what: str) -> str:
             "remove it, or encode binary data (e.g. base64) before passing it"
         )
     return text
+
+
+def json_text(value: Any, what: str) -> str:
+    """``value`` as the JSON text the store keeps; ``InvalidInput`` naming ``what`` when it has none
+    or holds a NUL (``check_no_nul``). The one check of every payload, record and item."""
+    try:
+        text = dumps_json(value)
+    except (TypeError, ValueError) as error:
+        raise InvalidInput(
+            f"{what} does not serialise to JSON ({error}); pass dicts, lists, strings, numbers, booleans or None"
+        ) from None
+    return check_no_nul(text, what)
 
 
 class UTCDateTime(sa.TypeDecorator[datetime]):
