@@ -100,6 +100,15 @@ def test_urls(project: Path, url: str) -> None:
 
 
 @SETTINGS
+@given(user=TEXT, port=TEXT, database=TEXT)
+def test_postgres_urls(project: Path, user: str, port: str, database: str) -> None:
+    # Full URLs of a known scheme, the host kept on this machine (no DNS): arbitrary user, port and
+    # database text reach the URL parser and the driver; a read command creates nothing either way.
+    _check(project, "--db", f"postgresql://{user}@127.0.0.1:{port}/{database}", "status")
+    _check(project, "--db", f"sqlite:///{database}", "status")
+
+
+@SETTINGS
 @given(name=TEXT, key=TEXT)
 def test_names_and_keys(project: Path, name: str, key: str) -> None:
     store = f"sqlite:///{project / 'names.db'}"
