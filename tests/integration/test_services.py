@@ -82,53 +82,55 @@ def test_chaos_every_record_once_per_period_no_tick_twice_or_lost(
     env = {"VT_SLOTS": "12", "VT_PERIOD_S": "12", "VT_RECORDS": "240", "VT_WORK_S": "0.004"}
     fleet = Fleet(store_url, tmp_path, env)
     store = open_store(store_url)
-    rng = random.Random(20261201)
     try:
-        for n in range(schedulers):
-            fleet.start(f"scheduler-{n}", "scheduler", "--poll-max", "0.2")
-        for n in range(workers):
-            fleet.start(f"worker-{n}", "worker", "--lease", "2", "--log-format", "json")
-        wait_for(lambda: bool(_ticks(store)), timeout=30, what="the first tick", fleet=fleet)
-        # Chaos for three periods: kill a worker or the first scheduler, restart it a moment later.
-        victims = [f"worker-{n}" for n in range(workers)] + ["scheduler-0"]
-        until = time.monotonic() + 36
-        while time.monotonic() < until:
-            time.sleep(rng.uniform(1.0, 3.0))
-            victim = rng.choice(victims)
-            fleet.kill(victim)
-            time.sleep(rng.uniform(0.1, 0.8))
-            fleet.restart(victim)
-        time.sleep(3)  # the last one restarted is up (its SIGTERM handler installed) before it is asked to stop
-        for n in range(schedulers):
-            assert fleet.terminate(f"scheduler-{n}") == 0
-        wait_for(lambda: _all_ticks_done(store), timeout=60, what="every fired tick to finish", fleet=fleet)
-        for n in range(workers):
-            assert fleet.terminate(f"worker-{n}") == 0
+        rng = random.Random(20261201)
+        try:
+            for n in range(schedulers):
+                fleet.start(f"scheduler-{n}", "scheduler", "--poll-max", "0.2")
+            for n in range(workers):
+                fleet.start(f"worker-{n}", "worker", "--lease", "2", "--log-format", "json")
+            wait_for(lambda: bool(_ticks(store)), timeout=30, what="the first tick", fleet=fleet)
+            # Chaos for three periods: kill a worker or the first scheduler, restart it a moment later.
+            victims = [f"worker-{n}" for n in range(workers)] + ["scheduler-0"]
+            until = time.monotonic() + 36
+            while time.monotonic() < until:
+                time.sleep(rng.uniform(1.0, 3.0))
+                victim = rng.choice(victims)
+                fleet.kill(victim)
+                time.sleep(rng.uniform(0.1, 0.8))
+                fleet.restart(victim)
+            time.sleep(3)  # the last one restarted is up (its SIGTERM handler installed) before it is asked to stop
+            for n in range(schedulers):
+                assert fleet.terminate(f"scheduler-{n}") == 0
+            wait_for(lambda: _all_ticks_done(store), timeout=60, what="every fired tick to finish", fleet=fleet)
+            for n in range(workers):
+                assert fleet.terminate(f"worker-{n}") == 0
+        finally:
+            fleet.close()
+        ticks = _ticks(store)
+        planned = [_planned(row.key) for row in ticks]
+        job = _job(env)
+        expected = [moment.astimezone(timezone.utc) for moment in planned_ticks(job, planned[0], planned[-1] + timedelta(seconds=0.5))]
+        assert planned == expected, "a planned tick is missing or extra"
+        assert len(planned) >= 30
+        for row in ticks:
+            assert row.result is not None and row.result["lateness_s"] >= 0
+            assert row.result["planned_at"] == _planned(row.key).isoformat()
+        # Every period whose last tick was fired is complete: each record done once (the ledger is unique).
+        scheme = job.scheme
+        last_slot_planned = {scheme.period_of(moment).key for moment in planned if scheme.locate(moment).slot == scheme.slots - 1}
+        done = _done_per_period(store)
+        assert last_slot_planned and all(done.get(period) == 240 for period in last_slot_planned), (done, last_slot_planned)
+        with store.reading() as connection:
+            rows = connection.execute(sa.select(sa.func.count()).select_from(ledger)).scalar_one()
+            failed = connection.execute(sa.select(sa.func.count()).where(ledger.c.status == LedgerStatus.FAILED)).scalar_one()
+        assert failed == 0
+        assert rows == sum(done.values())
+        reclaimed = sum(1 for row in ticks if row.attempts > 1)
+        lateness = sorted(row.result["lateness_s"] for row in ticks)
+        print(f"{len(ticks)} ticks, {fleet.kills} kills, {reclaimed} ticks reclaimed after a kill, lateness max {lateness[-1]:.3f} s")
     finally:
-        fleet.close()
-    ticks = _ticks(store)
-    planned = [_planned(row.key) for row in ticks]
-    job = _job(env)
-    expected = [moment.astimezone(timezone.utc) for moment in planned_ticks(job, planned[0], planned[-1] + timedelta(seconds=0.5))]
-    assert planned == expected, "a planned tick is missing or extra"
-    assert len(planned) >= 30
-    for row in ticks:
-        assert row.result is not None and row.result["lateness_s"] >= 0
-        assert row.result["planned_at"] == _planned(row.key).isoformat()
-    # Every period whose last tick was fired is complete: each record done once (the ledger is unique).
-    scheme = job.scheme
-    last_slot_planned = {scheme.period_of(moment).key for moment in planned if scheme.locate(moment).slot == scheme.slots - 1}
-    done = _done_per_period(store)
-    assert last_slot_planned and all(done.get(period) == 240 for period in last_slot_planned), (done, last_slot_planned)
-    with store.reading() as connection:
-        rows = connection.execute(sa.select(sa.func.count()).select_from(ledger)).scalar_one()
-        failed = connection.execute(sa.select(sa.func.count()).where(ledger.c.status == LedgerStatus.FAILED)).scalar_one()
-    assert failed == 0
-    assert rows == sum(done.values())
-    reclaimed = sum(1 for row in ticks if row.attempts > 1)
-    lateness = sorted(row.result["lateness_s"] for row in ticks)
-    print(f"{len(ticks)} ticks, {fleet.kills} kills, {reclaimed} ticks reclaimed after a kill, lateness max {lateness[-1]:.3f} s")
-    store.close()
+        store.close()
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
