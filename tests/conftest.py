@@ -27,7 +27,20 @@ START = datetime(2026, 12, 1, 0, 0, tzinfo=timezone.utc)
 BACKENDS = ["sqlite", "postgresql"]
 
 
+def _run_order(item: pytest.Item) -> int:
+    """Longest first: marked slow or README blocks, then real processes, then the CLI, then the rest."""
+    if "slow" in item.keywords or "readme_blocks" in item.nodeid or "test_demo" in item.nodeid:
+        return 0
+    for rank, layer in enumerate(("tests/integration/", "tests/acceptance/"), start=1):
+        if layer in item.nodeid:
+            return rank
+    return 3
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Slow tests first (a stable sort): run in parallel, they then overlap the many quick ones instead
+    # of leaving one worker busy at the end.
+    items.sort(key=_run_order)
     if os.environ.get(POSTGRES_ENV):
         return
     skip = pytest.mark.skip(reason=f"{POSTGRES_ENV} is not set: PostgreSQL tests not run")
