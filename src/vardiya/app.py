@@ -86,7 +86,7 @@ class App:
         ``settings`` are those of ``Handler``: ``model`` (sync, async, stream), ``retry``,
         ``caller_retry``, ``batch_size``, ``batch_window``, ``policy``, ``time_limit_s``,
         ``per_record_s``, ``per_call_overhead_s``, ``dedup``, ``on_failure``, ``ordered``, ``lanes``,
-        ``batch``. They are checked here, at declaration.
+        ``batch``, ``sla``. They are checked here, at declaration.
         """
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -128,6 +128,7 @@ class App:
         flush_every: int = 500,
         deadline_grace: timedelta = timedelta(0),
         claim_lease: timedelta = timedelta(minutes=1),
+        sla: timedelta | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Declare a slot job whose handler is the decorated function (returned unchanged); see ``SlotJob``."""
 
@@ -152,6 +153,7 @@ class App:
                     flush_every=flush_every,
                     deadline_grace=deadline_grace,
                     claim_lease=claim_lease,
+                    sla=sla,
                 )
             )
             return handler
