@@ -30,7 +30,7 @@ DAY = datetime(2026, 12, 1, tzinfo=UTC)
 def _lookup(record: int) -> None:
     settings: dict[str, str] = {}
     if record % 2:
-        settings["db"]  # noqa: B018 - the failure under test: a KeyError deep in the user's code
+        settings["db"]  # the failure under test: a KeyError deep in the user's code
 
 
 def _ping(depth: int) -> None:

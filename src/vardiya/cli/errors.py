@@ -91,7 +91,8 @@ def errors_command(
         return 0
     console = settings.console
     if not found:
-        console.print("no failures" + (f" of {family.value} {name}" if name else "") + (f" since {since}" if since else ""))
+        named = f" of {family.value} {name}" if family is not None and name else ""
+        console.print("no failures" + named + (f" since {since}" if since else ""))
         return 0
     if tracebacks:
         for failure in found:
