@@ -18,7 +18,7 @@ from vardiya.slots import SlotScheme
 from vardiya.slots.job import SlotJob
 from vardiya.slots.runner import run_tick
 from vardiya.slots.sources import IterableSource
-from vardiya.store import Store
+from vardiya.store import Store, open_store
 from vardiya.store.failures import FailureFamily, SlaMiss
 from vardiya.store.schema import ledger_failures
 from vardiya.tracebacks import TRACEBACK_LIMIT
@@ -166,3 +166,31 @@ def test_a_tick_over_its_sla_is_counted(store: Store) -> None:
     report = run_tick(store, _job(lambda record: None, sla=timedelta(hours=1)), DAY)
     assert report.sla_missed_s is None
     assert store.failures.sla_report()[0].missed == 1
+
+
+def test_handler_calls_and_pipeline_tasks_over_their_sla_are_counted(store_url: str, tmp_path: Path) -> None:
+    # durations are the store clock's: a real one here, so that a call takes longer than a microsecond
+    with open_store(store_url, clock=SystemClock()) as timed:
+        app = App("calls")
+
+        @app.handler("charge", sla=timedelta(microseconds=1))
+        def charge(record: dict[str, int], context: object) -> None:
+            sum(range(1_000))
+
+        @app.handler("refund", sla=timedelta(hours=1))
+        def refund(record: dict[str, int], context: object) -> None: ...
+
+        invoker = Invoker(timed, app)
+        for card in range(3):
+            invoker.submit("charge", {"card": card})
+            invoker.submit("refund", {"card": card})
+        Worker(timed, app, heartbeat=False).run(until_idle=True)
+        pipeline = Pipeline("meters")
+
+        @pipeline.stage(sla=timedelta(microseconds=1))
+        def load(context: object) -> None:
+            sum(range(1_000))
+
+        assert run_pipeline(timed, pipeline, root=tmp_path).ok
+        rows = {(row.family, row.name): row.missed for row in timed.failures.sla_report()}
+    assert rows == {(FailureFamily.HANDLER, "charge"): 3, (FailureFamily.PIPELINE, "meters.load"): 1}
