@@ -13,10 +13,13 @@ Loading an app is importing user code; ``load_app`` turns every way that can fai
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
 import sys
+import sysconfig
+import traceback
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -86,7 +89,7 @@ class App:
         ``settings`` are those of ``Handler``: ``model`` (sync, async, stream), ``retry``,
         ``caller_retry``, ``batch_size``, ``batch_window``, ``policy``, ``time_limit_s``,
         ``per_record_s``, ``per_call_overhead_s``, ``dedup``, ``on_failure``, ``ordered``, ``lanes``,
-        ``batch``. They are checked here, at declaration.
+        ``batch``, ``sla``. They are checked here, at declaration.
         """
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -128,6 +131,7 @@ class App:
         flush_every: int = 500,
         deadline_grace: timedelta = timedelta(0),
         claim_lease: timedelta = timedelta(minutes=1),
+        sla: timedelta | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Declare a slot job whose handler is the decorated function (returned unchanged); see ``SlotJob``."""
 
@@ -152,6 +156,7 @@ class App:
                     flush_every=flush_every,
                     deadline_grace=deadline_grace,
                     claim_lease=claim_lease,
+                    sla=sla,
                 )
             )
             return handler
@@ -187,13 +192,43 @@ def load_object(spec: str | None, *, what: str = "app", option: str = "--app / V
     except AppNotFound:
         raise
     except Exception as error:  # noqa: BLE001 - any import-time failure of user code is reported in one line
-        raise AppNotFound(f"{what} {spec!r} does not import: {type(error).__name__}: {error}") from error
+        where = _where(error)
+        raise AppNotFound(
+            f"{what} {spec!r} does not import: {type(error).__name__}: {error}{where}"
+            " (vardiya --debug ... prints the whole traceback)"
+        ) from error
     target: Any = module
     for part in attribute.split("."):
         if not hasattr(target, part):
             raise AppNotFound(f"{location} has no attribute {attribute!r}; check {option}")
         target = getattr(target, part)
     return target
+
+
+#: How many of the user's innermost frames an import error names.
+_FRAMES_SHOWN = 3
+#: Frames in vardiya itself and in Python's standard library (importlib) are not the user's code.
+_NOT_USERS = (str(Path(__file__).resolve().parent), sysconfig.get_paths()["stdlib"])
+
+
+def _where(error: BaseException) -> str:
+    """`` (jobs.py:12, in <module>; from ...)``: the innermost frames of the user's code in ``error``'s
+    traceback, innermost first, files relative to the working directory; empty when there are none
+    (the error came from Python or vardiya itself before any user code ran)."""
+    frames = [
+        frame for frame in traceback.extract_tb(error.__traceback__)
+        if not frame.filename.startswith("<") and not frame.filename.startswith(_NOT_USERS)
+    ]
+    if not frames:
+        return ""
+    here = Path.cwd()
+    shown = []
+    for frame in reversed(frames[-_FRAMES_SHOWN:]):
+        path = Path(frame.filename)
+        with contextlib.suppress(ValueError):
+            path = path.resolve().relative_to(here)
+        shown.append(f"{path}:{frame.lineno}, in {frame.name}")
+    return f" ({'; from '.join(shown)})"
 
 
 def _import(location: str, option: str) -> Any:

@@ -114,7 +114,7 @@ def refresh(record):
 
 STATUS_KEYS = {
     "now", "store", "late_after_s", "items", "due", "late", "running", "failed", "dead", "late_items", "jobs",
-    "pipelines", "schedules", "healthy", "behind", "not_done", "reasons",
+    "pipelines", "schedules", "healthy", "behind", "not_done", "reasons", "sla_missed",
 }
 FAMILY_KEYS = {"pending", "running", "succeeded", "failed", "dead", "due", "late"}
 JOB_KEYS = {

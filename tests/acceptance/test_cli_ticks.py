@@ -26,7 +26,10 @@ not_an_app = 42
 
 #: One set of words for a tick: the table's columns, the JSON keys, the demo and the README.
 WORDS = ["already_done", "started", "backlog", "held", "done", "failed", "cut"]
-TICK_KEYS = {"job", "period", "slot", "planned_at", "started_at", "stop_at", "finished_at", "lateness_s", *WORDS}
+TICK_KEYS = {
+    "job", "period", "slot", "planned_at", "started_at", "stop_at", "finished_at", "lateness_s", "failures", "sla_missed_s",
+    *WORDS,
+}
 
 
 @pytest.fixture

@@ -82,9 +82,12 @@ def list_command(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_settings
 def show_command(settings: Settings, item_id: int, as_json: bool) -> int:
-    """One dead letter: its records, every attempt, every handler call, its dedup keys."""
+    """One dead letter: its records, every attempt (with its traceback), every handler call, its dedup keys."""
     with settings.open_store(StoreUse.EXISTING) as store:
         document = letters.show(store, item_id)
+        tracebacks = store.failures.attempt_tracebacks(item_id)
+    for attempt, text in zip(document["history"], tracebacks):  # both in history order
+        attempt["traceback"] = text
     if as_json:
         emit_json(document)
         return 0
@@ -99,6 +102,10 @@ def show_command(settings: Settings, item_id: int, as_json: bool) -> int:
     for attempt in document["history"]:
         history.add_row(str(attempt["attempt"]), attempt["outcome"], attempt["ended_at"], escape(attempt["error"] or ""))
     console.print(history)
+    for attempt in document["history"]:
+        if attempt.get("traceback"):
+            console.print(f"attempt {attempt['attempt']} traceback:")
+            console.print("\n".join("    " + line for line in escape(attempt["traceback"]).splitlines()), soft_wrap=True)
     shown = document["records"][:20]
     records = FitTable(title=f"records ({len(shown)} of {len(document['records'])} shown; --json lists them all)")
     records.add_column("record", wrap=True)

@@ -224,6 +224,16 @@ def status(settings: Settings, late_after: float, closed_periods: int, as_json: 
             slots = ", ".join(named[:_LISTED]) + (f", ... ({len(named)} slots)" if len(named) > _LISTED else "")
             lost.add_row(entry["job"], entry["period"], f"{entry['not_done']:,}", slots, entry["closes_at"])
         console.print(lost)
+    if document["sla_missed"]:
+        missed = FitTable(title="sla_missed: runs over their sla (UTC)")
+        for column in ("family", "name", "missed", "sla s", "last took s", "last", "at"):
+            missed.add_column(column, justify="right" if column in ("missed", "sla s", "last took s") else "left")
+        for row in document["sla_missed"]:
+            missed.add_row(
+                row["family"], escape(row["name"]), f"{row['missed']:,}", f"{row['expected_s']:.3f}",
+                f"{row['last_took_s']:.3f}", escape(row["last"]), row["last_at"],
+            )
+        console.print(missed)
     if document["healthy"]:
         console.print("[green]healthy[/]")
     else:

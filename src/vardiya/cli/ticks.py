@@ -12,6 +12,7 @@ from ..errors import InvalidInput
 from ..output import FitTable, progress
 from ..slots.runner import TICK_CAPTION, TICK_COLUMNS, Cut, ReplayReport, TickReport, planned_ticks, replay, run_tick
 from ..times import parse_time
+from .errors import print_failures
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 
 __all__ = ["replay_command", "tick"]
@@ -63,6 +64,7 @@ def tick(settings: Settings, job_name: str, at: str, outside_window: bool, as_js
                 f"the window of slot {report.slot} closed at {report.stop_at.astimezone(place):%Y-%m-%d %H:%M:%S}: "
                 "the rest is left to the next run and the backlog (--outside-window runs a past slot by hand)"
             )
+        print_failures(settings.console, report.failures)
     return 1 if report.failed else 0
 
 
@@ -91,6 +93,7 @@ def replay_command(settings: Settings, job_name: str, start: str, end: str, as_j
     else:
         settings.console.print(_tick_table(report.ticks, job.scheme.tz))
         settings.console.print(f"done {report.done}, failed {report.failed}, ticks {len(report.ticks)}")
+        print_failures(settings.console, report.failures())
     return 1 if report.still_failed else 0
 
 

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from ..clock import Clock
 from ..errors import InvalidInput
+from ..tracebacks import format_traceback
 from ..store.invocations import CallRow
 from .batching import bisect
 from .handlers import FailurePolicy, Handler, Model
@@ -180,6 +181,15 @@ class AttemptOutcome:
         if len(self.errors) == 1 and len(self.kept) <= 1:
             return first
         return f"{len(self.errors)} of {len(self.kept) + len(self.succeeded)} record(s) failed; first: {first}"
+
+    def traceback(self) -> str | None:
+        """The traceback of the first failed record's exception (the error ``summary`` names), bounded;
+        None when no record raised (a call over its time limit, a record the handler reported failed)."""
+        for offset in self.errors:
+            raised = self.exceptions.get(offset)
+            if raised is not None:
+                return format_traceback(raised)
+        return None
 
 
 @dataclass(frozen=True, slots=True)

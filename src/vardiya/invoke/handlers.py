@@ -31,6 +31,7 @@ from ..errors import ConfigurationError, InvalidInput
 from ..limits import check_key, check_name
 from ..store.types import dumps_json
 from .batching import check_batch_size
+from ..sla import check_sla
 from .retry import CallerRetry, FixedWait, RetryPolicy
 
 __all__ = ["CALL_PREFIX", "BATCH_PREFIX", "Dedup", "FailurePolicy", "Handler", "Model", "payload_key"]
@@ -182,6 +183,9 @@ class Handler:
     """Stream with ``ordered``: keys are spread over this many lanes, each consumed in order."""
     id_of: Callable[[Any], Any] = _default_id
     """A record's identity for reports (default: a mapping's ``id`` or ``record`` field, else itself)."""
+    sla: timedelta | None = None
+    """How long one call is expected to take; a worker's call that takes longer is logged, counted and
+    shown by ``vardiya status`` (``vardiya.sla``). Nothing is stopped for it: ``time_limit_s`` does that."""
 
     def __post_init__(self) -> None:
         check_name(self.name, "a handler name")
@@ -224,6 +228,7 @@ class Handler:
                 raise ConfigurationError(f"handler {self.name!r}: {error}") from None
         if self.on_failure is not None and not callable(self.on_failure):
             raise InvalidInput(f"on_failure of handler {self.name!r} must be a function, got {self.on_failure!r}")
+        object.__setattr__(self, "sla", check_sla(self.sla, f"handler {self.name!r}"))
 
     @property
     def call_kind(self) -> str:

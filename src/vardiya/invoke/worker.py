@@ -47,6 +47,7 @@ from .gate import StoreGate, storable
 from .handlers import CALL_PREFIX, Handler, Model
 from .invoker import handlers_of
 from .pacing import StartPacer
+from .sla_calls import CallSla
 from .wake import Waker, waker_for
 
 if TYPE_CHECKING:
@@ -133,6 +134,7 @@ class Worker:
         self._report_lock = threading.Lock()
         self._invocations = Invocations(store)
         self._streams = Streams(store)
+        self._sla = CallSla(store, self.clock)
         self._arrived: tuple[datetime | None, int] = (None, 0)  # the last created_at of a call, in ms
         # A handler without dedup has one gate for all its items: it only serves context.transaction()
         # (a plain store transaction), which needs no item; a handler with dedup gets one per item.
@@ -336,7 +338,8 @@ class Worker:
             else:
                 try:
                     state = self.store.items.fail(
-                        item.id, owner=self.owner, error=outcome.error or "failed", retry_at=outcome.retry_at
+                        item.id, owner=self.owner, error=outcome.error or "failed", retry_at=outcome.retry_at,
+                        traceback=outcome.traceback,
                     )
                 except LeaseLost:
                     state = None
@@ -408,6 +411,7 @@ class Worker:
                     self._report.calls += tally[1]
                     self._report.records += tally[2]
             self._complete(successes)
+            self._sla.flush()
             with self._held_lock:
                 self._held.difference_update(item.id for item in items)
 
@@ -455,6 +459,8 @@ class Worker:
                 context = contexts[handler.name] = CallContext(handler, self.clock, item.id, gate)
             context.item_id = item.id
             result, busy_ms, failed = call_single(handler, record, clock=self.clock, context=context)
+            if handler.sla is not None:
+                self._sla.note(handler, item.id, busy_ms)
             tally[0] += 1  # one item, one call, one record
             tally[1] += 1
             tally[2] += 1
@@ -470,6 +476,7 @@ class Worker:
             handler, [record], clock=self.clock, item_id=item.id, gate=StoreGate(self.store, handler, item.id)
         )
         self._count(outcome, tally)
+        self._sla.note_calls(handler, item.id, outcome.calls)
         if outcome.skipped:  # dedup answered with the stored outcome: no call was made
             successes.append((item.id, item.attempts, handler.name, None, outcome.skipped[0][1], None))
             return
@@ -499,6 +506,7 @@ class Worker:
         gate = self._plain_gates.get(handler.name) or StoreGate(self.store, handler, item.id)
         outcome = run_attempt(handler, records, clock=self.clock, item_id=item.id, gate=gate)
         self._count(outcome, tally)
+        self._sla.note_calls(handler, item.id, outcome.calls)
         if outcome.done and len(outcome.calls) <= 1:
             # A finished batch ends like a finished call: many per transaction (one each cost ~40 % of
             # a stream's consumption; benchmarks/README.md, bench_stream).
@@ -549,6 +557,7 @@ class Worker:
             result=result,
             error=error,
             retry_at=retry_at,
+            traceback=outcome.traceback(),
         )
         with self._report_lock:
             if not ok:

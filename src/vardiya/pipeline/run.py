@@ -46,12 +46,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock
 from ..errors import ConfigurationError, InvalidInput
+from ..sla import log_miss, over_sla
+from ..store.failures import FailureFamily, SlaMiss
 from ..store.schema import RunState, TaskState
+from ..tracebacks import format_traceback
 from .graph import TaskGraph, build_graph
 from .impact import descendants
 from .io import Read, TaskContext, UndeclaredReadWarning, publish, task_output_path
 from .partitions import Unpartitioned
-from .stages import Pipeline
+from .stages import Pipeline, Stage
 from .state import AttemptEnd, PipelineState, TaskRecord
 
 if TYPE_CHECKING:
@@ -224,8 +227,10 @@ class _Runner:
     def __init__(
         self, *, graph: TaskGraph, state: PipelineState, run_id: int, root: str, strict: bool,
         inject: frozenset[str], clock: Clock, without_output: set[str], progress: Progress | None = None,
+        store: Store,
     ) -> None:
         self.graph, self.state, self.run_id, self.root = graph, state, run_id, root
+        self.store = store
         self.progress = progress
         self.strict, self.inject, self.clock = strict, inject, clock
         # Tasks whose checkpointed success has no output; only the coordinator changes it, after a commit.
@@ -246,22 +251,39 @@ class _Runner:
             context = TaskContext(
                 graph=graph, task=name, root=self.root, strict=self.strict, without_output=self.without_output
             )
+            begun = clock.monotonic()
             try:
                 output = publish(path, stage.fn(context), task=name)
             except Exception as error:  # noqa: BLE001 - a stage's failure is recorded, not raised
                 message = f"{type(error).__name__}: {error}"
+                text = format_traceback(error)
                 if isinstance(error, ConfigurationError) or attempt > stage.retries:
                     return AttemptEnd(
-                        attempt_id=attempt_id, task=name, finished_at=clock.now(), error=message, reads=context.reads
+                        attempt_id=attempt_id, task=name, finished_at=clock.now(), error=message, reads=context.reads,
+                        traceback=text,
                     )
-                self.state.fail(self.run_id, attempt_id, name, message, context.reads)
+                self.state.fail(self.run_id, attempt_id, name, message, context.reads, traceback=text)
                 clock.sleep(stage.retry_wait_s)
                 attempt += 1
                 attempt_id = self.state.start_attempt(self.run_id, name, attempt)
                 continue
+            self._check_sla(stage, name, clock.monotonic() - begun)
             return AttemptEnd(
                 attempt_id=attempt_id, task=name, finished_at=clock.now(), output=output, reads=context.reads
             )
+
+    def _check_sla(self, stage: Stage, task: str, took_s: float) -> None:
+        """Log and count a task that ran longer than its stage's ``sla`` (``vardiya.sla``)."""
+        if stage.sla is None or not over_sla(stage.sla, took_s):
+            return
+        name = f"{self.graph.pipeline}.{stage.name}"
+        log_miss("stage", name, task, took_s, stage.sla)
+        self.store.failures.sla_missed([
+            SlaMiss(
+                family=FailureFamily.PIPELINE, name=name, ref=task, expected_ms=stage.sla.total_seconds() * 1000,
+                took_ms=took_s * 1000, at=self.clock.now(),
+            )
+        ])
 
     def execute(self, to_run: Sequence[int], *, concurrency: int, fail_fast: bool) -> dict[str, Any]:
         """Run ``to_run`` (topological order) as their upstreams succeed; returns the outcomes by kind."""
@@ -438,6 +460,7 @@ def _start(
     runner = _Runner(
         graph=graph, state=state, run_id=run_id, root=root_text, strict=strict,
         inject=frozenset(inject_failure), clock=state.clock, without_output=without_output, progress=progress,
+        store=store,
     )
     try:
         with state.holding_connection():

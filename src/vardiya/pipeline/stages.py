@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from types import MappingProxyType
 from typing import Any, TypeVar, overload
 
 from ..errors import ConfigurationError
 from .mapping import PartitionMapping
 from ..limits import check_name
+from ..sla import check_sla
 from .partitions import PartitionSet, Unpartitioned
 
 __all__ = ["Pipeline", "Stage"]
@@ -66,7 +68,8 @@ class Stage:
     ``depends_on`` maps an upstream stage name to one mapping or a list of them; several mappings for
     one upstream add their edges together (``[same(), offset(-1)]``: this period and the previous).
     ``retries`` and ``retry_wait_s`` are per stage because a flaky source and a pure transform need
-    different patience. Graph building never calls ``fn``.
+    different patience. Graph building never calls ``fn``. ``sla``: how long one task of the stage is
+    expected to take; a task that takes longer is logged, counted and shown by ``vardiya status``.
     """
 
     name: str
@@ -75,6 +78,7 @@ class Stage:
     depends_on: DependsOn = field(default_factory=dict)  # read back as name -> tuple of mappings
     retries: int = 0
     retry_wait_s: float = 0.0
+    sla: timedelta | None = None
 
     def __post_init__(self) -> None:
         _check_name(self.name, "stage")
@@ -94,6 +98,7 @@ class Stage:
             raise ConfigurationError(
                 f"stage {self.name!r}: retry_wait_s must be a number of seconds >= 0, got {wait!r}"
             )
+        object.__setattr__(self, "sla", check_sla(self.sla, f"stage {self.name!r}"))
 
 
 class Pipeline:
@@ -147,6 +152,7 @@ class Pipeline:
         depends_on: DependsOn | None = None,
         retries: int = 0,
         retry_wait_s: float = 0.0,
+        sla: timedelta | None = None,
     ) -> Callable[[StageFunction], StageFunction]: ...
 
     def stage(
@@ -159,6 +165,7 @@ class Pipeline:
         depends_on: DependsOn | None = None,
         retries: int = 0,
         retry_wait_s: float = 0.0,
+        sla: timedelta | None = None,
     ) -> StageFunction | Callable[[StageFunction], StageFunction]:
         """Declare the decorated function as a stage (named after it unless ``name`` is given).
 
@@ -174,6 +181,7 @@ class Pipeline:
                     depends_on={} if depends_on is None else depends_on,
                     retries=retries,
                     retry_wait_s=retry_wait_s,
+                    sla=sla,
                 )
             )
             return function

@@ -133,6 +133,8 @@ class AttemptEnd:
     output: Output | None = None
     error: str | None = None
     reads: tuple[Read, ...] = ()
+    #: a failed attempt's traceback, bounded (``vardiya.tracebacks``)
+    traceback: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -434,10 +436,14 @@ class PipelineState:
         )
         self.record(run_id, ended=[end])
 
-    def fail(self, run_id: int, attempt_id: int, task: str, error: str, reads: Sequence[Read] = ()) -> None:
+    def fail(
+        self, run_id: int, attempt_id: int, task: str, error: str, reads: Sequence[Read] = (),
+        traceback: str | None = None,
+    ) -> None:
         """Close the attempt as failed; the task's last good output (if any) stays checkpointed."""
         end = AttemptEnd(
-            attempt_id=attempt_id, task=task, finished_at=self.clock.now(), error=error, reads=tuple(reads)
+            attempt_id=attempt_id, task=task, finished_at=self.clock.now(), error=error, reads=tuple(reads),
+            traceback=traceback,
         )
         self.record(run_id, ended=[end])
 
@@ -494,6 +500,9 @@ class PipelineState:
                     cursor.execute(statement, rows[0])
                 elif rows:
                     cursor.executemany(statement, rows)
+            self._store.failures.keep_task_tracebacks(
+                connection, [(end.attempt_id, end.traceback) for end in ended if end.traceback is not None]
+            )
             if blocked:
                 self._block(connection, run_id, blocked)
             if started:

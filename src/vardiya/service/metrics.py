@@ -8,7 +8,8 @@ Two kinds of figures:
 - what the store holds, read when Prometheus scrapes (a custom collector, one grouped query): work
   items per family (tick, pipeline, call, batch) and state, and how many are due but not started, the
   queue depth to alert on. Dead letters are in it as ``state="dead"``. With the app, per slot job and
-  period, the records never done in a period beyond the backlog's reach (``slots.closed``).
+  period, the records never done in a period beyond the backlog's reach (``slots.closed``). And the
+  runs over their SLA per job, handler and stage (``vardiya_sla_missed_total``, ``store.failures``).
 
 The records never done are a *gauge*, not a counter: the store can recompute them at any time, they fall
 to zero when ``vardiya slots backfill`` runs them, and every scheduler and worker reports the same figure
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
@@ -121,6 +122,27 @@ class _NotDoneCollector:
         yield gauge
 
 
+class _SlaCollector:
+    """Runs over their SLA per family and name, as the store counts them (``store.failures``).
+
+    Read from the store, like the work items: a tick run by ``vardiya tick`` counts as much as one a
+    worker ran, and every process reports the same total (take the max across them, not the sum).
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        counter = CounterMetricFamily(
+            "vardiya_sla_missed",
+            "Ticks, handler calls and pipeline tasks that ran longer than their sla, by family and name",
+            labels=["family", "name"],
+        )
+        for row in self.store.failures.sla_report():
+            counter.add_metric([row.family.value, row.name], row.missed)
+        yield counter
+
+
 class ServiceMetrics:
     """The counters a scheduler or worker updates, in a registry of its own."""
 
@@ -150,6 +172,7 @@ class ServiceMetrics:
         """Report the store's work items too (read at each scrape), and with ``app`` its slot jobs'
         records never done in closed periods."""
         self.registry.register(_StoreCollector(store))  # type: ignore[arg-type]
+        self.registry.register(_SlaCollector(store))  # type: ignore[arg-type]
         if app is not None and app.slot_jobs:
             self.registry.register(_NotDoneCollector(store, app))  # type: ignore[arg-type]
 

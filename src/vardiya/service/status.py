@@ -97,6 +97,8 @@ def status_report(
     }
     document["behind"] = []
     document["not_done"] = []
+    # Runs over their SLA (``vardiya.sla``): reported, not unhealthy (a miss is an event, not a state).
+    document["sla_missed"] = [row.to_json() for row in store.failures.sla_report()]
     if app is not None:
         document["jobs"] = [_job(store, app, name, schedules, now, late_after) for name in sorted(app.slot_jobs)]
         document["pipelines"] = [_pipeline(store, app, name, schedules) for name in sorted(app.pipelines)]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..invoke.execute import error_text
+from ..tracebacks import format_traceback
 from ..pipeline.run import run_pipeline
 from ..schedule.plan import PIPELINE_PREFIX, TICK_PREFIX, pipeline_kind, tick_kind
 from ..slots.runner import run_tick
@@ -47,6 +48,8 @@ class ServiceOutcome:
     result: Any = None
     error: str | None = None
     retry_at: datetime | None = None
+    #: the traceback of the exception that failed it, bounded (``vardiya.tracebacks``)
+    traceback: str | None = None
 
 
 class ServiceWork:
@@ -80,7 +83,9 @@ class ServiceWork:
         except Exception as error:  # noqa: BLE001 - the tick could not run: the item is retried
             wait = min(_TICK_RETRY_CAP_S, 2.0 ** item.attempts)
             log.error("tick %s %s could not run: %s", job.name, item.key, error, extra={"job": job.name, "key": item.key})
-            return ServiceOutcome(False, error=error_text(error), retry_at=self._retry_at(wait))
+            return ServiceOutcome(
+                False, error=error_text(error), retry_at=self._retry_at(wait), traceback=format_traceback(error)
+            )
         result = report.to_json()
         result["attempt"] = item.attempts
         log.info(
@@ -115,7 +120,10 @@ class ServiceWork:
             )
         except Exception as error:  # noqa: BLE001 - e.g. an upstream that is not done: retried later
             log.error("pipeline %s (%s) could not run: %s", entry.name, trigger.name, error, extra={"pipeline": entry.name})
-            return ServiceOutcome(False, error=error_text(error), retry_at=self._retry_at(entry.retry_wait_s))
+            return ServiceOutcome(
+                False, error=error_text(error), retry_at=self._retry_at(entry.retry_wait_s),
+                traceback=format_traceback(error),
+            )
         document = result.to_json()
         log.info(
             "pipeline %s run %d (trigger %s, partition %s): %d ran, %d failed, %d blocked, %d skipped",

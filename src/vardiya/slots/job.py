@@ -15,6 +15,7 @@ from ..clock import ensure_aware
 from ..errors import ConfigurationError, InvalidInput
 from ..limits import check_name
 from ..schedule.catchup import CatchUpPolicy
+from ..sla import check_sla
 from .scheme import Period, SlotPosition, SlotScheme, describe_duration
 
 if TYPE_CHECKING:
@@ -176,6 +177,8 @@ class SlotJob:
       (it stays ``failed`` in the ledger and in the reports) instead of being retried by every tick.
     - ``downtime``: which ticks ``vardiya scheduler`` fires after no scheduler ran (``CatchUpPolicy``;
       by default the latest missed one, whose backlog then takes the records of the others).
+    - ``sla``: how long a tick is expected to take; one that takes longer is logged, counted and shown
+      by ``vardiya status`` (``vardiya.sla``). Nothing is stopped for it: ``deadline`` does that.
     """
 
     name: str
@@ -196,6 +199,7 @@ class SlotJob:
     flush_every: int = 500
     deadline_grace: timedelta = timedelta(0)
     claim_lease: timedelta = timedelta(minutes=1)
+    sla: timedelta | None = None
     handler_takes_context: bool = field(init=False, default=True)
 
     def __post_init__(self) -> None:
@@ -229,6 +233,7 @@ class SlotJob:
             raise ConfigurationError(f"job {self.name!r}: claim_lease must be longer than 0, got {lease}")
         object.__setattr__(self, "deadline_grace", grace)
         object.__setattr__(self, "claim_lease", lease)
+        object.__setattr__(self, "sla", check_sla(self.sla, f"job {self.name!r}"))
         regimes = [own]
         changes = []
         for given in sorted(self.scheme_changes, key=lambda change: ensure_aware(change.effective_from, "effective_from")):

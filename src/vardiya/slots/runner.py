@@ -49,9 +49,13 @@ from typing import Any
 
 from ..clock import Clock, SystemClock, VirtualClock, ensure_aware
 from ..limits import check_time
+from ..sla import log_miss, over_sla
 from ..store import LedgerStatus, Store
+from ..store.failures import FailureFamily, LedgerFailure, SlaMiss
 from ..store.records import record_key
+from ..tracebacks import format_traceback
 from .closed import history_from as _history_from
+from .failures import FailureTally
 from .hashing import RecordId
 from .job import RecordResult, SlotJob, TickContext
 from .scheme import Period, SlotScheme
@@ -109,6 +113,10 @@ class TickReport:
     failed: int = 0
     cut: Cut | None = None
     backlog_slots: list[tuple[str, int]] = field(default_factory=list)
+    #: The records that failed: a count per error line and the first few (``slots.failures``).
+    failures: FailureTally | None = None
+    #: How long the tick ran (the timer's seconds) when the job's ``sla`` is set and it ran longer.
+    sla_missed_s: float | None = None
 
     @property
     def lateness_s(self) -> float:
@@ -132,6 +140,8 @@ class TickReport:
             "stop_at": self.stop_at.isoformat() if self.stop_at is not None else None,
             "finished_at": self.finished_at.isoformat() if self.finished_at is not None else None,
             "lateness_s": self.lateness_s,
+            "failures": self.failures.to_json() if self.failures is not None and self.failures.count else None,
+            "sla_missed_s": self.sla_missed_s,
         }
 
 
@@ -151,7 +161,18 @@ class ReplayReport:
     def failed(self) -> int:
         return sum(tick.failed for tick in self.ticks)
 
+    def failures(self) -> FailureTally | None:
+        """The failures of every tick, together; None when nothing failed."""
+        tallies = [tick.failures for tick in self.ticks if tick.failures is not None and tick.failures.count]
+        if not tallies:
+            return None
+        together = FailureTally(job=tallies[0].job)
+        for tally in tallies:
+            together.merge(tally)
+        return together
+
     def to_json(self) -> dict[str, Any]:
+        failures = self.failures()
         return {
             "ticks": [tick.to_json() for tick in self.ticks],
             "started": sum(tick.started for tick in self.ticks),
@@ -159,6 +180,7 @@ class ReplayReport:
             "done": self.done,
             "failed": self.failed,
             "still_failed": self.still_failed,
+            "failures": failures.to_json() if failures is not None else None,
         }
 
 
@@ -232,6 +254,10 @@ class _Tick:
         self.stop_at = stop_at
         self.cut = cut
         self.pending: list[tuple[Any, ...]] = []
+        # The failures of the pending rows, with their tracebacks: stored by ``flush`` after the rows.
+        self.failures: list[LedgerFailure] = []
+        # One batch error fails every record of its batch: its traceback is formatted once.
+        self._formatted: tuple[BaseException | None, str | None] = (None, None)
         # One converter for the whole tick: it remembers the text of the last second it converted.
         self.time = store.ledger.row_times()
         self.marked = 0
@@ -254,6 +280,9 @@ class _Tick:
         release = (self.owner, self.job.name, *held) if held is not None else None
         self.marked += self.store.ledger.mark_rows(self.pending, release=release)
         self.pending = []
+        if self.failures:
+            self.store.failures.keep_ledger(self.failures)
+            self.failures = []
         self.heartbeat.chunk = None
         if self.marked >= self.analyze_at:
             self.store.ledger.refresh_statistics()
@@ -406,9 +435,24 @@ class _Tick:
     ) -> tuple[Any, ...]:
         """The prepared ledger row of one outcome: an exception fails the record, anything else is done."""
         if isinstance(outcome, BaseException):
-            return (self.job.name, period, key, slot, _FAILED, 1, first, last, duration_ms, 0, 0, _error_text(outcome))
+            error = _error_text(outcome)
+            self._failed(key, period, outcome, error)
+            return (self.job.name, period, key, slot, _FAILED, 1, first, last, duration_ms, 0, 0, error)
         result = outcome if isinstance(outcome, RecordResult) else RecordResult()
         return (self.job.name, period, key, slot, _DONE, 1, first, last, duration_ms, result.rows, result.bytes, None)
+
+    def _failed(self, key: str, period: str, outcome: BaseException, error: str) -> None:
+        """Keep a failed record's traceback for the store and count it in the report's tally."""
+        seen, text = self._formatted
+        if seen is not outcome:
+            text = format_traceback(outcome)
+            self._formatted = (outcome, text)
+        self.failures.append(
+            LedgerFailure(job=self.job.name, period=period, record=key, failed_at=self.clock.now(), error=error, traceback=text)
+        )
+        if self.report.failures is None:
+            self.report.failures = FailureTally(job=self.job.name)
+        self.report.failures.add(period, key, error)
 
 
 def _backlog(
@@ -460,6 +504,7 @@ def run_tick(
         stop_at, cut = window_closes, Cut.WINDOW
     report.stop_at = stop_at
     report.already_done = store.ledger.count_done(job.name, period.key, slot=slot)
+    begun = timer.monotonic()
     tick = _Tick(store, job, clock, timer, report, stop_at, cut)
     try:
         current = job.source.records(
@@ -486,7 +531,23 @@ def run_tick(
         report.finished_at = clock.now()
     if report.done + report.failed >= ANALYZE_AFTER:
         store.ledger.refresh_statistics()
+    _check_sla(store, job, report, timer.monotonic() - begun)
     return report
+
+
+def _check_sla(store: Store, job: SlotJob, report: TickReport, took_s: float) -> None:
+    """Log, count and report a tick that ran longer than its job's ``sla``."""
+    if job.sla is None or not over_sla(job.sla, took_s):
+        return
+    ref = f"tick {report.planned_at.isoformat()}"
+    report.sla_missed_s = took_s
+    log_miss("job", job.name, ref, took_s, job.sla)
+    store.failures.sla_missed([
+        SlaMiss(
+            family=FailureFamily.JOB, name=job.name, ref=ref, expected_ms=job.sla.total_seconds() * 1000,
+            took_ms=took_s * 1000, at=report.finished_at or store.clock.now(),
+        )
+    ])
 
 
 def replay(

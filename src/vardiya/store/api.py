@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 from ..clock import Clock, SystemClock
 from ..errors import SchemaOutdated, SchemaTooNew, StoreNotFound
 from .dedup import DedupKeys
+from .failures import Failures
 from .engine import READ_ONLY, create_store_engine, driver_errors
 from .items import WorkItems
 from .ledger import Ledger
@@ -43,6 +44,8 @@ class Store:
         self.ledger = Ledger(self)
         self.dedup = DedupKeys(self)
         self.schedules = Schedules(self)
+        #: What failed and why (tracebacks) and SLA misses (``failures.py``).
+        self.failures = Failures(self)
         #: Whether ``open_store`` created this store (it had no vardiya schema): a service logs it.
         self.created = False
 

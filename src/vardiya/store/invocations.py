@@ -118,8 +118,11 @@ class Invocations:
         result: Any = None,
         error: str | None = None,
         retry_at: datetime | None = None,
+        traceback: str | None = None,
     ) -> bool:
-        """End the attempt; False (and nothing written) when ``owner`` no longer holds the item."""
+        """End the attempt; False (and nothing written) when ``owner`` no longer holds the item.
+
+        A failed attempt's history row keeps ``error`` and ``traceback`` (``failures.py``)."""
         now = self._store.clock.now()
         items = self._store.items
         c = work_items.c
@@ -137,6 +140,7 @@ class Invocations:
         with self._store.transaction() as connection:
             if state is not ItemState.SUCCEEDED:
                 items._record_attempts(connection, [item_id], owner, now, AttemptOutcome.FAILED, error)
+                self._store.failures.keep_attempt_traceback(connection, [item_id], traceback)
             elif self._store.backend.value == "postgresql":
                 items._lock_held(connection, [item_id], owner)
             updated = connection.execute(

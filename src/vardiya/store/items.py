@@ -364,13 +364,14 @@ class WorkItems(ItemReads):
         owner: str,
         error: str,
         retry_at: datetime | None = None,
+        traceback: str | None = None,
     ) -> ItemState:
         """Record a failed attempt: retried at ``retry_at`` while attempts are left, else ``dead``.
 
         Without ``retry_at`` the failure is final and the item goes dead at once. Returns the new state;
-        ``LeaseLost`` if ``owner`` no longer holds the item.
+        ``LeaseLost`` if ``owner`` no longer holds the item. The history row keeps ``traceback``.
         """
-        states = self.fail_many([item_id], owner=owner, error=error, retry_at=retry_at)
+        states = self.fail_many([item_id], owner=owner, error=error, retry_at=retry_at, traceback=traceback)
         if item_id not in states:
             raise LeaseLost(f"work item {item_id} is no longer held by {owner}; its failure was not recorded")
         return states[item_id]
@@ -382,6 +383,7 @@ class WorkItems(ItemReads):
         owner: str,
         error: str,
         retry_at: datetime | None = None,
+        traceback: str | None = None,
     ) -> dict[int, ItemState]:
         """Record the same failure for many held items; returns the new state of each item still held."""
         if not ids:
@@ -402,6 +404,7 @@ class WorkItems(ItemReads):
             )
         with self._store.transaction() as connection:
             self._record_attempts(connection, ids, owner, now, AttemptOutcome.FAILED, error)
+            self._store.failures.keep_attempt_traceback(connection, ids, traceback)
             rows = connection.execute(
                 sa.update(work_items)
                 .where(self._held(ids, owner))

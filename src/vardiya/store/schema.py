@@ -20,12 +20,14 @@ __all__ = [
     "dedup_keys",
     "ledger",
     "ledger_claims",
+    "ledger_failures",
     "metadata",
     "pipeline_reads",
     "pipeline_runs",
     "pipeline_task_runs",
     "pipeline_tasks",
     "schedules",
+    "sla_misses",
     "invocation_calls",
     "stream_lanes",
     "stream_records",
@@ -153,6 +155,8 @@ attempts = sa.Table(
     sa.Column("ended_at", UTCDateTime, nullable=False),
     sa.Column("outcome", _state_enum(AttemptOutcome, "attempt_outcome"), nullable=False),
     sa.Column("error", sa.Text),
+    # The failed attempt's traceback, bounded (migration 0010, ``vardiya.tracebacks``).
+    sa.Column("traceback", sa.Text),
     sa.Index("ix_work_item_attempts_item_id", "item_id"),
 )
 
@@ -175,6 +179,24 @@ ledger = sa.Table(
     # slot of one period; status and attempts make the counts index-only.
     sa.Index("ix_ledger_job_period_slot", "job", "period", "slot", "status", "attempts"),
     sqlite_with_rowid=False,
+)
+
+# The last failure of each failed ledger record: its error line, its traceback and when (migration
+# 0010). Beside the ledger, not in it: the ledger's upsert is a tick's hot statement and most records
+# never fail, so its row stays narrow; a chunk with failures writes their rows in one more statement.
+# A record that later succeeds keeps its row here (it is what last failed, and ``vardiya errors``
+# says the record's state now from the ledger).
+ledger_failures = sa.Table(
+    "ledger_failures",
+    metadata,
+    sa.Column("job", sa.String(200), primary_key=True),
+    sa.Column("period", sa.String(64), primary_key=True),
+    sa.Column("record", sa.String(500), primary_key=True),
+    sa.Column("failed_at", UTCDateTime, nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("traceback", sa.Text),
+    # ``vardiya errors`` lists the newest first
+    sa.Index("ix_ledger_failures_failed_at", "failed_at"),
 )
 
 # Which run holds which records right now (migration 0008): a tick claims each chunk of records, with
@@ -299,6 +321,8 @@ pipeline_task_runs = sa.Table(
     sa.Column("error", sa.Text),
     # What the attempt published: 0 is a run that found nothing (a schedule that fired before the data).
     sa.Column("rows", sa.Integer),
+    # The failed attempt's traceback, bounded (migration 0010, ``vardiya.tracebacks``).
+    sa.Column("traceback", sa.Text),
     sa.Index("ix_pipeline_task_runs_run_id", "run_id"),
     sa.Index("ix_pipeline_task_runs_pipeline", "pipeline", "task"),
 )
@@ -402,4 +426,19 @@ schedules = sa.Table(
     sa.Column("checked_at", UTCDateTime),
     sa.Column("updated_by", sa.String(200)),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# Per slot job, handler or pipeline stage that declares an ``sla``: how many of its runs (ticks, calls,
+# tasks) went over it, and the last that did (migration 0010). One row per name, counted up in place:
+# what ``vardiya status`` shows and the services export as ``vardiya_sla_missed_total``.
+sla_misses = sa.Table(
+    "sla_misses",
+    metadata,
+    sa.Column("family", sa.String(16), primary_key=True),
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("missed", sa.BigInteger, nullable=False),
+    sa.Column("expected_ms", sa.Float, nullable=False),
+    sa.Column("last_took_ms", sa.Float, nullable=False),
+    sa.Column("last_ref", sa.String(500), nullable=False),
+    sa.Column("last_at", UTCDateTime, nullable=False),
 )
