@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo
 
 from ..errors import ConfigurationError
 from ..limits import check_name
+from ..slots.scheme import describe_duration
 from .catchup import CatchUpPolicy
 from .plan import SERVICE_ATTEMPTS, Firing, planned_key, utc
 from .triggers import Cron, check_zone
@@ -107,7 +108,8 @@ class Periodic:
     def describe(self) -> str:
         """The schedule in words, as ``vardiya app show`` prints it."""
         if self.every is not None:
-            return f"every {self.every}" + ("" if self.anchor == EPOCH else f" from {self.anchor.isoformat()}")
+            every = f"every {describe_duration(self.every)}"
+            return every + ("" if self.anchor == EPOCH else f" from {self.anchor.isoformat()}")
         return f"cron {self.cron!r} in {self.tz}"
 
     def times(self, after: datetime, through: datetime) -> Iterator[datetime]:
