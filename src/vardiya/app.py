@@ -29,6 +29,7 @@ from .errors import AppNotFound, ConfigurationError
 from .invoke.handlers import Handler
 from .pipeline.stages import Pipeline
 from .schedule.catchup import CatchUpPolicy
+from .schedule.periodic import EPOCH, Periodic
 from .schedule.pipelines import ScheduledPipeline
 from .schedule.triggers import Trigger
 from .slots.job import SchemeChange, SlotJob
@@ -46,6 +47,7 @@ class App:
         self.slot_jobs: dict[str, SlotJob] = {}
         self.handlers: dict[str, Handler] = {}
         self.pipelines: dict[str, ScheduledPipeline] = {}
+        self.periodic: dict[str, Periodic] = {}
 
     def add_pipeline(
         self,
@@ -163,6 +165,67 @@ class App:
 
         return register
 
+    def add_periodic(self, periodic: Periodic) -> Periodic:
+        """Register a ``Periodic`` function; names are unique within an app."""
+        if periodic.name in self.periodic:
+            raise ConfigurationError(f"app {self.name!r} already has a periodic function named {periodic.name!r}")
+        self.periodic[periodic.name] = periodic
+        return periodic
+
+    def every(
+        self,
+        interval: timedelta,
+        *,
+        name: str | None = None,
+        anchor: datetime = EPOCH,
+        downtime: CatchUpPolicy | None = None,
+        max_attempts: int = 3,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Run the decorated function (returned unchanged) every ``interval``, counted from ``anchor``.
+
+        Fired by ``vardiya scheduler`` once per planned time however many schedulers run, run by
+        ``vardiya worker``; ``downtime`` says which missed times fire after all schedulers were down.
+        """
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_periodic(Periodic(
+                name=name or fn.__name__, fn=fn, every=interval, anchor=anchor,
+                downtime=downtime or CatchUpPolicy(), max_attempts=max_attempts,
+            ))
+            return fn
+
+        return register
+
+    def cron(
+        self,
+        expr: str,
+        *,
+        tz: str = "UTC",
+        name: str | None = None,
+        downtime: CatchUpPolicy | None = None,
+        max_attempts: int = 3,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Run the decorated function (returned unchanged) at the times of cron ``expr`` in zone ``tz``."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_periodic(Periodic(
+                name=name or fn.__name__, fn=fn, cron=expr, tz=tz, downtime=downtime or CatchUpPolicy(),
+                max_attempts=max_attempts,
+            ))
+            return fn
+
+        return register
+
+    def get_periodic(self, name: str) -> Periodic:
+        """The periodic function called ``name``; a clear error lists the ones that exist."""
+        try:
+            return self.periodic[name]
+        except KeyError:
+            known = ", ".join(sorted(self.periodic)) or "none"
+            raise ConfigurationError(
+                f"app {self.name!r} has no periodic function {name!r}; its periodic functions: {known}"
+            ) from None
+
     def get_slot_job(self, name: str) -> SlotJob:
         """The slot job called ``name``; a clear error lists the ones that exist."""
         try:
@@ -176,7 +239,7 @@ class App:
     def __repr__(self) -> str:
         return (
             f"App({self.name!r}, slot_jobs={sorted(self.slot_jobs)}, handlers={sorted(self.handlers)}, "
-            f"pipelines={sorted(self.pipelines)})"
+            f"pipelines={sorted(self.pipelines)}, periodic={sorted(self.periodic)})"
         )
 
 

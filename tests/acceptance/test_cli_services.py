@@ -177,15 +177,15 @@ def _free_port() -> int:
         ("cron", ["scheduler"], ["invalid cron expression '61 * * * *'", "five fields", "'0 3 * * *'"]),
         ("cron-zone", ["scheduler"], ["unknown time zone 'Mars/Olympus'", "IANA name"]),
         ("scheme-zone", ["scheduler"], ["unknown time zone 'Mars/Olympus'", "'UTC'"]),
-        ("jobs", ["scheduler", "--only", "nope"], ["no slot job or pipeline 'nope'", "rolling", "meters"]),
+        ("jobs", ["scheduler", "--only", "nope"], ["no slot job, pipeline or periodic function 'nope'", "rolling", "meters"]),
         ("jobs", ["pipeline", "triggers", "nope"], ["no pipeline 'nope'", "meters"]),
         ("jobs", ["status", "--late-after", "-1"], ["--late-after must be 0 or more seconds"]),
         ("jobs", ["status", "--closed-periods", "-1"], ["--closed-periods must be 0 or more"]),
         ("jobs", ["worker", "--metrics-port", "70000"], ["--metrics-port 70000 is not a port", "1 to 65535"]),
         ("jobs", ["scheduler", "--log-format", "xml"], ["'xml' is not one of", "'text'", "'json'"]),
         ("jobs", ["scheduler", "--poll-max", "0"], ["--poll-max must be more than 0"]),
-        ("empty", ["worker", "--until-idle"], ["declares no handlers, slot jobs or pipelines", "@app.handler"]),
-        ("empty", ["scheduler", "--steps", "1"], ["nothing to schedule", "slot job or a pipeline with triggers"]),
+        ("empty", ["worker", "--until-idle"], ["declares no handlers, slot jobs, pipelines or periodic functions", "@app.handler"]),
+        ("empty", ["scheduler", "--steps", "1"], ["nothing to schedule", "a periodic function (@app.every / @app.cron) or a pipeline with triggers"]),
         *(
             ("scheme-change", command, ["'nightly_users'", "offset 31 min is outside the 30 min slot of the 48-slot scheme from 2026-12-02"])
             for command in (["scheduler"], ["status"], ["replay", "nightly_users", "--from", "2026-12-01T00:00Z", "--to", "2026-12-03T00:00Z"])

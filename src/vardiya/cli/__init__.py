@@ -17,6 +17,7 @@ from .. import __version__
 from ..errors import VardiyaError
 from .commands import Group
 from .context import global_options
+from .app import app_group
 from .db import db
 from .demo import demo
 from .dlq import dlq
@@ -55,6 +56,7 @@ def cli() -> None:
     """vardiya: periodic data work that is deterministic, idempotent and cheap to run."""
 
 
+cli.add_command(app_group)
 cli.add_command(db)
 cli.add_command(demo)
 cli.add_command(tick)

@@ -23,6 +23,7 @@ from ..errors import InvalidInput, InvalidRecord, VardiyaError
 from ..invoke.invoker import Invoker, call_key, call_payloads, check_appends
 from ..invoke.worker import Worker
 from ..output import FitTable, cell, progress
+from ..schedule.periodic import periodic_kind
 from ..schedule.plan import pipeline_kind, tick_kind
 from ..service.work import ServiceWork
 from ..times import parse_time
@@ -39,7 +40,10 @@ __all__ = ["invoke", "worker"]
 @click.option("--until-idle", is_flag=True, help="Exit once no work of the app is left to run.")
 @click.option("--lease", type=float, default=30.0, show_default=True, help="Seconds a claim holds an item between heartbeats.")
 @click.option("--prefetch", type=int, default=100, show_default=True, help="Async calls or batches claimed at a time per thread.")
-@click.option("--only", "names", multiple=True, metavar="NAME", help="Only this handler, slot job or pipeline (repeatable).")
+@click.option(
+    "--only", "names", multiple=True, metavar="NAME",
+    help="Only this handler, slot job, pipeline or periodic function (repeatable).",
+)
 @service_options
 @click.option("--json", "as_json", is_flag=True, help="Print the worker's report as one JSON document.")
 @renamed_option("--handler", "--only", "names", multiple=True, metavar="NAME")
@@ -55,11 +59,12 @@ def worker(
     log_format: str,
     as_json: bool,
 ) -> int:
-    """Run the app's ticks, pipeline runs, async calls and stream batches. SIGTERM drains and exits 0."""
+    """Run the app's ticks, pipeline runs, periodic functions, async calls and stream batches. SIGTERM drains, exits 0."""
     app = load_app(settings.app)
-    if not (app.handlers or app.slot_jobs or app.pipelines):
+    if not (app.handlers or app.slot_jobs or app.pipelines or app.periodic):
         raise InvalidInput(
-            f"app {app.name!r} declares no handlers, slot jobs or pipelines; declare one with @app.handler(...)"
+            f"app {app.name!r} declares no handlers, slot jobs, pipelines or periodic functions; "
+            "declare one with @app.handler(...) or @app.every(...)"
         )
     check_names(app, names, "--only")
     Worker.check(app, concurrency=concurrency, lease=lease, prefetch=prefetch, names=None)  # before the store
@@ -81,11 +86,11 @@ def worker(
 
 
 def _worker(store: Any, app: Any, names: tuple[str, ...], metrics: Any, **options: Any) -> Worker:
-    """A worker of the whole app, or of the handlers, slot jobs and pipelines ``--only`` names."""
+    """A worker of the whole app, or of the handlers, slot jobs, pipelines and periodic functions ``--only`` names."""
     if not names:
         return Worker(store, app, metrics=metrics, **options)
     services = ServiceWork(store, app, metrics=metrics)
-    chosen = {tick_kind(name) for name in names} | {pipeline_kind(name) for name in names}
+    chosen = {kind(name) for name in names for kind in (tick_kind, pipeline_kind, periodic_kind)}
     services.kinds = [kind for kind in services.kinds if kind in chosen]
     handlers = {name: app.handlers[name] for name in names if name in app.handlers}
     return Worker(store, handlers, services=services, metrics=metrics, **options)

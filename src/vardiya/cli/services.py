@@ -82,12 +82,13 @@ def service_store(settings: Settings, log_format: str, metrics_port: int | None)
 
 
 def check_names(app: Any, names: tuple[str, ...], option: str) -> None:
-    """Each of ``names`` is a handler, slot job or pipeline of ``app`` (checked before a store is opened)."""
-    known = {*app.handlers, *app.slot_jobs, *app.pipelines}
+    """Each of ``names`` is a handler, slot job, pipeline or periodic function of ``app`` (checked before a
+    store is opened)."""
+    known = {*app.handlers, *app.slot_jobs, *app.pipelines, *app.periodic}
     for name in names:
         if name not in known:
             raise InvalidInput(
-                f"{option} {name!r} is not a handler, slot job or pipeline of app {app.name!r}; "
+                f"{option} {name!r} is not a handler, slot job, pipeline or periodic function of app {app.name!r}; "
                 f"it has: {', '.join(sorted(known)) or 'none'}"
             )
 
@@ -124,7 +125,9 @@ def while_signalled(stop: Any, work: Any) -> Any:
 
 @click.command()
 @global_options
-@click.option("--only", "only", multiple=True, metavar="NAME", help="Only this slot job or pipeline (repeatable).")
+@click.option(
+    "--only", "only", multiple=True, metavar="NAME", help="Only this slot job, pipeline or periodic function (repeatable)."
+)
 @click.option("--poll-max", type=float, default=1.0, show_default=True, help="Longest sleep between steps, seconds.")
 @click.option("--lead", type=float, default=1.0, show_default=True, help="Enqueue ticks this many seconds before they are due.")
 @click.option("--steps", type=int, default=None, hidden=True, help="Stop after this many steps (for scripts).")
@@ -135,7 +138,7 @@ def scheduler(
     settings: Settings, only: tuple[str, ...], poll_max: float, lead: float, steps: int | None, metrics_port: int | None,
     log_format: str, as_json: bool,
 ) -> int:
-    """Fire the planned ticks of every slot job and the triggers of every pipeline, as work items."""
+    """Fire the planned ticks of every slot job, periodic function and pipeline trigger, as work items."""
     if poll_max <= 0:
         raise InvalidInput(f"--poll-max must be more than 0 seconds, got {poll_max}")
     if lead < 0:

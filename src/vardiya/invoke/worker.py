@@ -79,6 +79,7 @@ class WorkerReport:
     batches_cut: int = 0
     ticks: int = 0
     pipeline_runs: int = 0
+    periodic_runs: int = 0
 
     def to_json(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -113,7 +114,7 @@ class Worker:
             self._by_kind[handler.batch_kind] = handler.with_model(Model.STREAM)
         self.streams = [handler for handler in all_handlers.values() if handler.model is Model.STREAM]
         self.kinds = sorted(self._by_kind)
-        if services is None and (getattr(handlers, "slot_jobs", None) or getattr(handlers, "pipelines", None)):
+        if services is None and any(getattr(handlers, name, None) for name in ("slot_jobs", "pipelines", "periodic")):
             from ..service.work import ServiceWork
 
             services = ServiceWork(store, handlers, metrics=metrics)
@@ -351,6 +352,8 @@ class Worker:
             report.items += 1
             if item.kind.startswith("tick:"):
                 report.ticks += 1
+            elif item.kind.startswith("periodic:"):
+                report.periodic_runs += 1
             else:
                 report.pipeline_runs += 1
             if state is None:

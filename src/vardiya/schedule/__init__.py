@@ -3,6 +3,7 @@ every schedule. Pure: nothing here reads a clock or a store (the scheduler in ``
 """
 
 from .catchup import CatchUpPolicy, Decision, decide
+from .periodic import Periodic
 from .triggers import Cron, DataArrival, PeriodClose, Trigger, Upstream
 
-__all__ = ["CatchUpPolicy", "Cron", "DataArrival", "Decision", "PeriodClose", "Trigger", "Upstream", "decide"]
+__all__ = ["CatchUpPolicy", "Cron", "DataArrival", "Decision", "PeriodClose", "Periodic", "Trigger", "Upstream", "decide"]

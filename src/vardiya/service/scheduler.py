@@ -1,4 +1,5 @@
-"""``vardiya scheduler``: fires the planned ticks of every slot job and the triggers of every pipeline.
+"""``vardiya scheduler``: fires the planned ticks of every slot job, the triggers of every pipeline and the
+planned times of every periodic function (``@app.every`` / ``@app.cron``).
 
 What it fires is work items; workers run them. A tick item's key is its planned time, and the item
 carries that planned time, never "now": the tick processes the slot it was planned for, however late
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..clock import Clock, SystemClock
 from ..errors import ConfigurationError
 from ..schedule.catchup import decide
+from ..schedule.periodic import PeriodicSchedule
 from ..schedule.plan import Firing, TickSchedule, TimeSchedule, TriggerSchedule
 from ..schedule.triggers import Cron, DataArrival, PeriodClose, Upstream
 from ..store.schedules import ScheduleState, ScheduleStep
@@ -71,15 +73,18 @@ class SchedulerReport:
 def check_schedulable(app: App, only: Iterable[str] | None) -> set[str]:
     """The names ``only`` selects, checked (before a store is opened): each exists, and something is scheduled."""
     wanted = set(only or ())
-    unknown = wanted - set(app.slot_jobs) - set(app.pipelines)
+    unknown = wanted - set(app.slot_jobs) - set(app.pipelines) - set(app.periodic)
     if unknown:
-        known = ", ".join(sorted([*app.slot_jobs, *app.pipelines])) or "none"
-        raise ConfigurationError(f"app {app.name!r} has no slot job or pipeline {sorted(unknown)[0]!r}; it has: {known}")
-    jobs = [name for name in app.slot_jobs if not wanted or name in wanted]
+        known = ", ".join(sorted([*app.slot_jobs, *app.pipelines, *app.periodic])) or "none"
+        raise ConfigurationError(
+            f"app {app.name!r} has no slot job, pipeline or periodic function {min(unknown)!r}; it has: {known}"
+        )
+    jobs = [name for name in [*app.slot_jobs, *app.periodic] if not wanted or name in wanted]
     triggered = [name for name, entry in app.pipelines.items() if entry.triggers and (not wanted or name in wanted)]
     if not jobs and not triggered:
         raise ConfigurationError(
-            f"app {app.name!r} has nothing to schedule; declare a slot job or a pipeline with triggers"
+            f"app {app.name!r} has nothing to schedule; declare a slot job, a periodic function "
+            "(@app.every / @app.cron) or a pipeline with triggers"
         )
     return wanted
 
@@ -115,6 +120,10 @@ class Scheduler:
             if not wanted or job.name in wanted:
                 tick = TickSchedule(job)
                 self.schedules[tick.name] = tick
+        for periodic in app.periodic.values():
+            if not wanted or periodic.name in wanted:
+                timed_function = PeriodicSchedule(periodic)
+                self.schedules[timed_function.name] = timed_function
         for entry in app.pipelines.values():
             if wanted and entry.name not in wanted:
                 continue
@@ -250,9 +259,10 @@ class Scheduler:
         self._log_first_start(name, step)
         if step.skipped:
             report.skipped[name] = len(step.skipped)
+            after = "" if isinstance(schedule, PeriodicSchedule) else "; the backlog takes their records"
             log.warning(
-                "%s: passed by %d missed tick(s) from %s to %s (catch-up policy); the backlog takes their records",
-                name, len(step.skipped), min(step.skipped).isoformat(), max(step.skipped).isoformat(),
+                "%s: passed by %d missed tick(s) from %s to %s (catch-up policy)%s",
+                name, len(step.skipped), min(step.skipped).isoformat(), max(step.skipped).isoformat(), after,
                 extra={"schedule": name, "skipped": len(step.skipped)},
             )
         self._log_fired(step.new, now)
@@ -279,10 +289,10 @@ class Scheduler:
                 name, fired, span, how, extra={"schedule": name, "not_fired": len(earlier), "partitions": partitions},
             )
         else:
+            after = "" if isinstance(schedule, PeriodicSchedule) else ": the fired tick's backlog takes their records"
             log.info(
-                "%s: first start on this store; fires %s; %s came before it and are not fired (not missed): "
-                "the fired tick's backlog takes their records", name, fired, span,
-                extra={"schedule": name, "not_fired": len(earlier)},
+                "%s: first start on this store; fires %s; %s came before it and are not fired (not missed)%s",
+                name, fired, span, after, extra={"schedule": name, "not_fired": len(earlier)},
             )
 
     def _log_fired(self, firings: list[Firing], now: datetime) -> None:

@@ -1,4 +1,4 @@
-"""What a worker does with the items the scheduler fires: run a tick, run a triggered pipeline.
+"""What a worker does with the items the scheduler fires: run a tick, a triggered pipeline, a periodic function.
 
 A tick item carries its planned time; the worker runs ``run_tick`` for exactly that time, so the
 tick processes the slot it was planned for however late it starts, and its report (with the lateness
@@ -11,6 +11,10 @@ trigger's stages with ``run_pipeline`` (which plans the upstream tasks they need
 done), recording the trigger and planned time with the run, which is what ``vardiya pipeline
 triggers`` reports. A run with failed or blocked tasks fails its item: the retry runs only what is not
 done, and after the pipeline's ``max_attempts`` the item is a dead letter.
+
+A periodic item names the function and its planned time; the worker calls the function (with that
+time when it takes an argument) and its return value becomes the item's result. An exception fails
+the attempt, retried with the ticks' back-off until the function's ``max_attempts``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigurationError
 from ..invoke.execute import error_text
 from ..tracebacks import format_traceback
+from ..invoke.gate import storable
 from ..pipeline.run import run_pipeline
+from ..schedule.periodic import PERIODIC_PREFIX, periodic_kind
 from ..schedule.plan import PIPELINE_PREFIX, TICK_PREFIX, pipeline_kind, tick_kind
 from ..slots.runner import run_tick
 from ..store.records import WorkItem
@@ -53,13 +59,16 @@ class ServiceOutcome:
 
 
 class ServiceWork:
-    """Runs the tick and pipeline items of one app."""
+    """Runs the tick, pipeline and periodic items of one app."""
 
     def __init__(self, store: Store, app: App, *, metrics: ServiceMetrics | None = None) -> None:
         self.store = store
         self.app = app
         self.metrics = metrics
-        self.kinds = sorted([tick_kind(name) for name in app.slot_jobs] + [pipeline_kind(name) for name in app.pipelines])
+        self.kinds = sorted(
+            [tick_kind(name) for name in app.slot_jobs] + [pipeline_kind(name) for name in app.pipelines]
+            + [periodic_kind(name) for name in app.periodic]
+        )
 
     def __bool__(self) -> bool:
         return bool(self.kinds)
@@ -69,7 +78,11 @@ class ServiceWork:
             return self._tick(item)
         if item.kind.startswith(PIPELINE_PREFIX):
             return self._pipeline(item)
-        raise ConfigurationError(f"work item {item.id} of kind {item.kind!r} is not a tick or a pipeline run")
+        if item.kind.startswith(PERIODIC_PREFIX):
+            return self._periodic(item)
+        raise ConfigurationError(
+            f"work item {item.id} of kind {item.kind!r} is not a tick, a pipeline run or a periodic function's"
+        )
 
     def _retry_at(self, wait_s: float) -> datetime:
         return self.store.clock.now() + timedelta(seconds=wait_s)
@@ -102,6 +115,25 @@ class ServiceWork:
         if self.metrics is not None:
             self.metrics.tick_done(job.name, report)
         return ServiceOutcome(True, result=result)
+
+    def _periodic(self, item: WorkItem) -> ServiceOutcome:
+        periodic = self.app.get_periodic(item.payload["periodic"])
+        planned = datetime.fromisoformat(item.payload["planned_at"])
+        try:
+            result = periodic.call(planned)
+        except Exception as error:  # noqa: BLE001 - the user's function failed: the item is retried
+            wait = min(_TICK_RETRY_CAP_S, 2.0 ** item.attempts)
+            log.error(
+                "periodic %s (planned %s) failed: %s", periodic.name, planned.isoformat(), error,
+                extra={"periodic": periodic.name, "key": item.key},
+            )
+            return ServiceOutcome(False, error=error_text(error), retry_at=self._retry_at(wait))
+        late = (self.store.clock.now() - planned).total_seconds()
+        log.info(
+            "periodic %s (planned %s) done, started %.3f s after its planned time", periodic.name,
+            planned.isoformat(), late, extra={"periodic": periodic.name, "key": item.key, "lateness_s": late},
+        )
+        return ServiceOutcome(True, result=None if result is None else storable(result))
 
     def _pipeline(self, item: WorkItem) -> ServiceOutcome:
         payload = item.payload
