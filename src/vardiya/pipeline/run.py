@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock
 from ..errors import ConfigurationError, InvalidInput
-from ..store.schema import RunState, TaskState
+from ..states import RunState, TaskState
 from .graph import TaskGraph, build_graph
 from .impact import descendants
 from .io import Read, TaskContext, UndeclaredReadWarning, publish, task_output_path
