@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from ..pipeline.graph import task_name
 from ..schedule.plan import Firing, pipeline_kind
 from ..schedule.triggers import DataArrival, Upstream, partition_window
-from ..store.schema import TaskState, pipeline_tasks, work_items
+from ..store.pipeline_reads import PipelineReads
 
 if TYPE_CHECKING:
     from ..schedule.pipelines import ScheduledPipeline
@@ -84,12 +84,8 @@ class Sensor:
     def _started_partitions(self) -> set[str]:
         if self._started is None:
             prefix = f"{self.trigger.name}:"
-            c = work_items.c
-            with self.store.reading() as connection:
-                keys = connection.execute(
-                    sa.select(c.key).where(c.kind == self.kind, c.key.startswith(prefix, autoescape=True))
-                ).scalars()
-                self._started = {key[len(prefix):] for key in keys}
+            keys = self.store.items.keys_with_prefix(self.kind, prefix)
+            self._started = {key[len(prefix):] for key in keys}
         return self._started
 
     def _begun(self, key: str, now: datetime) -> bool:
@@ -113,14 +109,8 @@ class Sensor:
 
     def _upstream_done(self, keys: list[str], trigger: Upstream) -> set[str]:
         names = {task_name(trigger.stage, key): key for key in keys}
-        c = pipeline_tasks.c
-        with self.store.reading() as connection:
-            done = connection.execute(
-                sa.select(c.task).where(
-                    c.pipeline == trigger.pipeline, c.state == TaskState.SUCCEEDED, c.task.in_(list(names))
-                )
-            ).scalars()
-            return {names[task] for task in done}
+        done = PipelineReads(self.store, trigger.pipeline).succeeded_among(names)
+        return {names[task] for task in done}
 
     def _rows_present(self, keys: list[str], trigger: DataArrival) -> set[str]:
         if self._engine is None:

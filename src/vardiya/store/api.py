@@ -22,6 +22,7 @@ from ..clock import Clock, SystemClock
 from ..errors import SchemaOutdated, SchemaTooNew, StoreNotFound
 from .dedup import DedupKeys
 from .engine import READ_ONLY, create_store_engine, driver_errors
+from .invocations import Invocations
 from .items import WorkItems
 from .ledger import Ledger
 from .schedules import Schedules
@@ -43,6 +44,7 @@ class Store:
         self.ledger = Ledger(self)
         self.dedup = DedupKeys(self)
         self.schedules = Schedules(self)
+        self.invocations = Invocations(self)
         #: Whether ``open_store`` created this store (it had no vardiya schema): a service logs it.
         self.created = False
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from .hot import hot_sql
+from .invocation_reads import InvocationReads
 from .records import AttemptOutcome, ItemState
 from .schema import invocation_calls, work_items
 from .url import Backend
@@ -81,8 +82,8 @@ def _sqlite_time(moment: datetime) -> Any:
     return hot_sql(Backend.SQLITE).time(moment)
 
 
-class Invocations:
-    """Recording the end of invocation attempts in one store."""
+class Invocations(InvocationReads):
+    """Recording the end of invocation attempts in one store (and, inherited, reading the call log)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store

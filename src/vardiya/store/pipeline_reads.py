@@ -237,3 +237,18 @@ class PipelineReads:
             for row in connection.execute(query):
                 found.setdefault(row.task, []).append(task_name(row.read_stage, row.read_partition))
         return found
+
+    def succeeded_among(self, names: Iterable[str]) -> set[str]:
+        """Which of the tasks ``names`` have succeeded (their latest state)."""
+        t = pipeline_tasks.c
+        found: set[str] = set()
+        with self._store.reading() as connection:
+            for chunk in name_chunks(names):
+                found.update(
+                    connection.execute(
+                        sa.select(t.task).where(
+                            t.pipeline == self.pipeline, t.state == TaskState.SUCCEEDED, t.task.in_(chunk)
+                        )
+                    ).scalars()
+                )
+        return found

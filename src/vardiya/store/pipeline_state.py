@@ -233,7 +233,9 @@ class PipelineState(PipelineReads):
         (attempt_id,) = self.record(run_id, started=[(task, attempt)])
         return attempt_id
 
-    def succeed(self, run_id: int, attempt_id: int, task: str, output: OutputFacts, reads: Sequence[ReadFacts] = ()) -> None:
+    def succeed(
+        self, run_id: int, attempt_id: int, task: str, output: OutputFacts, reads: Sequence[ReadFacts] = ()
+    ) -> None:
         """The checkpoint: close the attempt and record the task's output, durably, with its reads."""
         end = AttemptEnd(
             attempt_id=attempt_id, task=task, finished_at=self.clock.now(), output=output, reads=tuple(reads)

@@ -291,6 +291,12 @@ class Streams:
         raw.execute(_SQLITE_CUT_THROUGH, (last, stream, lane))
         return item_id
 
+    def any_waiting(self, streams: Sequence[str]) -> bool:
+        """Whether any of ``streams`` has records appended and not yet cut into a batch."""
+        r = stream_records.c
+        with self._store.reading() as connection:
+            return connection.execute(sa.select(r.id).where(r.stream.in_(list(streams))).limit(1)).first() is not None
+
 
 _SQLITE_CUT_SELECT = (
     "SELECT id, key, payload, appended_at FROM stream_records WHERE stream = ? AND lane = ? ORDER BY id LIMIT ?"
