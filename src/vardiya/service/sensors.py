@@ -13,11 +13,10 @@ import glob
 import logging
 import os
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-import sqlalchemy as sa
-
+from ..connectors.arrival import ArrivalQuery
 from ..pipeline.graph import task_name
 from ..schedule.plan import Firing, pipeline_kind
 from ..schedule.triggers import DataArrival, Upstream, partition_window
@@ -47,7 +46,7 @@ class Sensor:
         self.every = timedelta(seconds=float(trigger.every))
         self.next_check: datetime | None = None
         self._started: set[str] | None = None
-        self._engine: sa.Engine | None = None
+        self._arrival: ArrivalQuery | None = None
 
     def due(self, now: datetime) -> bool:
         return self.next_check is None or now >= self.next_check
@@ -76,8 +75,8 @@ class Sensor:
             self._started.update(str(firing.payload["partition"]) for firing in firings)
 
     def close(self) -> None:
-        if self._engine is not None:
-            self._engine.dispose()
+        if self._arrival is not None:
+            self._arrival.close()
 
     # -- internals ----------------------------------------------------------------------------------
 
@@ -113,16 +112,9 @@ class Sensor:
         return {names[task] for task in done}
 
     def _rows_present(self, keys: list[str], trigger: DataArrival) -> set[str]:
-        if self._engine is None:
-            self._engine = sa.create_engine(str(trigger.db), pool_pre_ping=True)
-        query = sa.text(str(trigger.sql))
-        present = set()
-        with self._engine.connect() as connection:
-            for key in keys:
-                row: Any = connection.execute(query, {"partition": key}).first()
-                if row is not None and row[0]:
-                    present.add(key)
-        return present
+        if self._arrival is None:
+            self._arrival = ArrivalQuery(str(trigger.db), str(trigger.sql))
+        return self._arrival.present(keys)
 
 
 def _path_present(pattern: str) -> bool:
