@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from .hot import hot_sql
+from .backend import times_of
 from .invocation_reads import InvocationReads
 from .records import AttemptOutcome, ItemState
 from .schema import invocation_calls, work_items
+from .sqlite import SQLITE_TIMES
 from .url import Backend
 
 if TYPE_CHECKING:
@@ -75,13 +76,6 @@ _POSTGRES_INSERT_CALLS = (
 )
 
 
-def _sqlite_time(moment: datetime) -> Any:
-    """``HotSQL.time`` on SQLite, quicker for the engine's own clock readings (``timezone.utc``)."""
-    if moment.tzinfo is timezone.utc:
-        return moment.isoformat(" ", "microseconds")[:26]  # what hot.py's text is: no offset
-    return hot_sql(Backend.SQLITE).time(moment)
-
-
 class Invocations(InvocationReads):
     """Recording the end of invocation attempts in one store (and, inherited, reading the call log)."""
 
@@ -90,7 +84,7 @@ class Invocations(InvocationReads):
 
     def _insert_calls(self, connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Write call-log rows as driver SQL, times converted as ``UTCDateTime`` would (``hot.py``)."""
-        time = hot_sql(self._store.backend).time
+        time = times_of(self._store.backend).time
         self._insert_call_values(
             connection,
             [
@@ -172,14 +166,14 @@ class Invocations(InvocationReads):
         if self._store.backend is Backend.SQLITE:
 
             def log_calls(cursor: Any, lost: set[int]) -> None:
-                values = self._call_values(logged, lost, _sqlite_time)
+                values = self._call_values(logged, lost, SQLITE_TIMES.time)
                 if values:
                     cursor.executemany(_SQLITE_INSERT_CALLS, values)
 
             return items.complete_on_driver(ids, owner, results=results, busy=busy, then=log_calls if logged else None)
         with self._store.transaction() as connection:
             lost = items.complete_in(connection, ids, owner=owner, results=results, busy=busy)
-            values = self._call_values(logged, lost, hot_sql(self._store.backend).time)
+            values = self._call_values(logged, lost, times_of(self._store.backend).time)
             if values:
                 self._insert_call_values(connection, values)
         return lost

@@ -35,8 +35,8 @@ import sqlalchemy as sa
 
 from ..clock import Clock
 from ..states import RunState, TaskState
+from .backend import times_of
 from .engine import driver_errors
-from .hot import hot_sql
 from .pipeline_reads import PipelineReads, name_chunks
 from .schema import pipeline_runs, pipeline_task_runs, pipeline_tasks
 from .url import Backend
@@ -53,7 +53,7 @@ INTERRUPTED = "interrupted: the run that started it ended without finishing it (
 # task, and SQLAlchemy cost far more than the database work (on SQLite, building them with Core took
 # about 1 ms per task start and again per checkpoint; even exec_driver_sql adds some 45 us a statement,
 # against about 12 us in sqlite3 itself). Values are bound parameters only, converted as the column
-# types would convert them (times by the store's hot-path converter).
+# types would convert them (times by the backend's conversion, ``backend.times_of``).
 _START = """
 INSERT INTO pipeline_tasks (pipeline, task, state, attempts, run_id, started_at, finished_at, error)
 VALUES (?, ?, ?, 1, ?, ?, NULL, NULL)
@@ -271,7 +271,7 @@ class PipelineState(PipelineReads):
         if not (ended or blocked or started):
             return []
         statements = _STATEMENTS[self._store.backend]
-        to_driver = hot_sql(self._store.backend).time
+        to_driver = times_of(self._store.backend).time
         pipeline = self.pipeline
         closed: list[tuple[Any, ...]] = []
         checkpoints: list[tuple[Any, ...]] = []
