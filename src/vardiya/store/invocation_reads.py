@@ -133,5 +133,6 @@ class InvocationReads:
         with self._store.reading() as connection:
             for start in range(0, len(keys), _KEY_CHUNK):
                 chunk = keys[start : start + _KEY_CHUNK]
-                found.update(connection.execute(sa.select(c.key, c.item_id).where(c.kind == kind, c.key.in_(chunk))).tuples())
+                rows = connection.execute(sa.select(c.key, c.item_id).where(c.kind == kind, c.key.in_(chunk)))
+                found.update((key, item_id) for key, item_id in rows)
         return found
