@@ -142,7 +142,7 @@ def show(store: Store, item_id: int) -> dict[str, Any]:
                 "busy_ms": round(call.busy_ms, 3),
                 "records": call.records,
                 "failed": call.failed,
-                "outcome": call.outcome,
+                "outcome": call.outcome.value,
                 "error": call.error,
             }
             for call in calls

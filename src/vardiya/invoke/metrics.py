@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..rules.calls import CallOutcome
 from ..store.records import ItemState
 from ..store.streams import epoch_ms
 from .handlers import Handler, Model
@@ -135,8 +136,8 @@ def store_metrics(
         completion_p99_ms=p99,
         busy_ms=busy,
         cost=(prices or Prices()).cost(len(calls) + len(told), busy),
-        fits_limit=all(call.outcome != "timed_out" for call in calls),
-        failed_calls=sum(1 for call in calls if call.outcome != "succeeded"),
+        fits_limit=all(call.outcome is not CallOutcome.TIMED_OUT for call in calls),
+        failed_calls=sum(1 for call in calls if call.outcome is not CallOutcome.SUCCEEDED),
     )
 
 
@@ -161,8 +162,8 @@ class Tally:
             self.calls += 1
             self.processed += call.records
             self.busy_ms += call.busy_ms
-            self.failed_calls += call.outcome != "succeeded"
-            self.timed_out += call.outcome == "timed_out"
+            self.failed_calls += call.outcome != CallOutcome.SUCCEEDED
+            self.timed_out += call.outcome == CallOutcome.TIMED_OUT
 
     def metrics(self, handler: Handler, prices: Prices | None = None) -> Metrics:
         waits = self.waits or []

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import sqlalchemy as sa
 
+from ..rules.calls import CallOutcome
 from .records import ItemState
 from .schema import invocation_calls, work_item_keys, work_items
 
@@ -31,7 +32,7 @@ class CallFigures(NamedTuple):
     records: int
     failed: int
     busy_ms: float
-    outcome: str
+    outcome: CallOutcome
 
 
 class LoggedCall(NamedTuple):
@@ -43,7 +44,7 @@ class LoggedCall(NamedTuple):
     busy_ms: float
     records: int
     failed: int
-    outcome: str
+    outcome: CallOutcome
     error: str | None
 
 
@@ -72,7 +73,7 @@ class InvocationReads:
         with self._store.reading() as connection:
             for start in range(0, len(item_ids), _ID_CHUNK):
                 calls.extend(
-                    CallFigures(*row)
+                    CallFigures(row.records, row.failed, row.busy_ms, CallOutcome(row.outcome))
                     for row in connection.execute(
                         sa.select(q.records, q.failed, q.busy_ms, q.outcome).where(
                             q.item_id.in_(item_ids[start : start + _ID_CHUNK]), q.records > 0
@@ -86,7 +87,7 @@ class InvocationReads:
         q = invocation_calls.c
         with self._store.reading() as connection:
             return [
-                LoggedCall(*row)
+                LoggedCall(*row[:6], CallOutcome(row.outcome), row.error)
                 for row in connection.execute(
                     sa.select(q.attempt, q.started_at, q.ended_at, q.busy_ms, q.records, q.failed, q.outcome, q.error)
                     .where(q.item_id == item_id)

@@ -14,12 +14,12 @@ completion together on PostgreSQL (migration 0006). Many such completions share 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from ..rules.calls import CallOutcome, CallRow
 from .backend import times_of
 from .invocation_reads import InvocationReads
 from .records import AttemptOutcome, ItemState
@@ -33,20 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["CallRow", "Invocations"]
 
 
-@dataclass(frozen=True, slots=True)
-class CallRow:
-    """One handler call, as the engine makes it (``vardiya.invoke.execute.CallRecord``) and the call log
-    stores it; ``outcome`` is ``succeeded``, ``failed`` or ``timed_out``."""
-
-    started_at: datetime
-    ended_at: datetime
-    busy_ms: float
-    records: int
-    failed: int
-    outcome: str
-    error: str | None
-
-
 def _call_row(handler: str, item_id: int, attempt: int, call: CallRow) -> dict[str, Any]:
     return {
         "handler": handler,
@@ -57,7 +43,7 @@ def _call_row(handler: str, item_id: int, attempt: int, call: CallRow) -> dict[s
         "busy_ms": call.busy_ms,
         "records": call.records,
         "failed": call.failed,
-        "outcome": call.outcome,
+        "outcome": CallOutcome(call.outcome).value,
         "error": call.error,
     }
 
@@ -185,7 +171,7 @@ class Invocations(InvocationReads):
         """Call-log rows (``_CALL_COLUMNS`` order) of the entries' calls, but those of lost items."""
         return [
             (handler, item_id, attempt, time(call.started_at), time(call.ended_at), call.busy_ms, call.records,
-             call.failed, call.outcome, call.error)
+             call.failed, CallOutcome(call.outcome).value, call.error)
             for item_id, attempt, handler, call, _result, _busy in entries
             if call is not None and item_id not in lost
         ]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..limits import check_key, check_kind, check_name
+from ..rules.batching import batch_ready
 from .hot import ITEM_KEY_INSERT
 from .records import ItemState
 from .schema import stream_lanes, stream_records, work_items
@@ -58,13 +59,6 @@ def lane_of(key: str | None, lanes: int) -> int:
         return 0
     digest = hashlib.blake2b(key.encode(), digest_size=8, person=b"vardiya-lane").digest()
     return int.from_bytes(digest, "big") % lanes
-
-
-def batch_ready(
-    waiting: int, batch_size: int, oldest: datetime, now: datetime, window_s: float, *, flush: bool = False
-) -> bool:
-    """Whether a batch is cut now: it is full, or its oldest record has waited the window (or a flush)."""
-    return waiting >= batch_size or flush or oldest <= now - timedelta(seconds=window_s)
 
 
 def _check_record(stream: str, record: Any) -> None:
