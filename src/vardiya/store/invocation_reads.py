@@ -108,9 +108,8 @@ class InvocationReads:
         """Dead items, oldest first: of ``kinds`` (else of a kind starting with one of ``prefixes``), dead
         since ``dead_by`` or earlier, whose error contains ``error`` (literally), among ``ids``."""
         c = work_items.c
-        query = sa.select(c.id, c.kind, c.payload, c.result, c.attempts, c.last_error, c.created_at, c.updated_at).where(
-            c.state == ItemState.DEAD
-        )
+        columns = (c.id, c.kind, c.payload, c.result, c.attempts, c.last_error, c.created_at, c.updated_at)
+        query = sa.select(*columns).where(c.state == ItemState.DEAD)
         if kinds is not None:
             query = query.where(c.kind.in_(list(kinds)))
         else:
