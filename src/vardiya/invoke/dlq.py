@@ -19,11 +19,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
 from ..errors import InvalidInput
 from ..store.records import DedupOutcome, ItemState
-from ..store.schema import invocation_calls, work_items
 from .handlers import BATCH_PREFIX, CALL_PREFIX
 
 if TYPE_CHECKING:
@@ -90,25 +87,15 @@ def dead_letters(
 ) -> list[DeadLetter]:
     """Dead letters, oldest first, by handler, age (dead for longer than ``older_than_s``) and error text."""
     _check_age(older_than_s)
-    c = work_items.c
-    query = sa.select(c.id, c.kind, c.payload, c.result, c.attempts, c.last_error, c.created_at, c.updated_at).where(
-        c.state == ItemState.DEAD
+    rows = store.invocations.dead_items(
+        kinds=None if handler is None else [CALL_PREFIX + handler, BATCH_PREFIX + handler],
+        prefixes=(CALL_PREFIX, BATCH_PREFIX),
+        dead_by=None if older_than_s is None else store.clock.now() - timedelta(seconds=older_than_s),
+        error=error,
+        ids=ids,
+        limit=limit,
     )
-    if handler is not None:
-        query = query.where(c.kind.in_([CALL_PREFIX + handler, BATCH_PREFIX + handler]))
-    else:
-        query = query.where(sa.or_(c.kind.startswith(CALL_PREFIX), c.kind.startswith(BATCH_PREFIX)))
-    if older_than_s is not None:
-        query = query.where(c.updated_at <= store.clock.now() - timedelta(seconds=older_than_s))
-    if error:
-        query = query.where(c.last_error.contains(error, autoescape=True))
-    if ids is not None:
-        query = query.where(c.id.in_(list(ids)))
-    query = query.order_by(c.updated_at, c.id)
-    if limit is not None:
-        query = query.limit(limit)
-    with store.reading() as connection:
-        return [_letter(row) for row in connection.execute(query)]
+    return [_letter(row) for row in rows]
 
 
 def show(store: Store, item_id: int) -> dict[str, Any]:
@@ -118,13 +105,7 @@ def show(store: Store, item_id: int) -> dict[str, Any]:
         raise InvalidInput(f"no dead letter has id {item_id}; `vardiya dlq list` shows the ids")
     if item.state is not ItemState.DEAD:
         raise InvalidInput(f"item {item_id} is {item.state.value}, not dead; only dead letters can be shown here")
-    q = invocation_calls.c
-    with store.reading() as connection:
-        calls = connection.execute(
-            sa.select(q.attempt, q.started_at, q.ended_at, q.busy_ms, q.records, q.failed, q.outcome, q.error)
-            .where(q.item_id == item_id)
-            .order_by(q.id)
-        ).all()
+    calls = store.invocations.calls_of(item_id)
     batch = item.kind.startswith(BATCH_PREFIX)
     payload = item.payload or {}
     records = (
@@ -161,7 +142,7 @@ def show(store: Store, item_id: int) -> dict[str, Any]:
                 "busy_ms": round(call.busy_ms, 3),
                 "records": call.records,
                 "failed": call.failed,
-                "outcome": call.outcome,
+                "outcome": call.outcome.value,
                 "error": call.error,
             }
             for call in calls

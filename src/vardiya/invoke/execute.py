@@ -28,8 +28,8 @@ from typing import Any, Protocol
 
 from ..clock import Clock
 from ..errors import InvalidInput
+from ..rules.calls import CallOutcome, CallRow
 from ..tracebacks import format_traceback
-from ..store.invocations import CallRow
 from .batching import bisect
 from .handlers import FailurePolicy, Handler, Model
 
@@ -269,11 +269,11 @@ def _call(
             record.seen += 1
     busy_s = clock.monotonic() - began
     ended_at = clock.now()
-    outcome = "failed" if errors else "succeeded"
+    outcome = CallOutcome.FAILED if errors else CallOutcome.SUCCEEDED
     if busy_s > handler.time_limit_s:
         text = f"timed out: the call took {busy_s:.3f} s, over the {handler.time_limit_s:g} s limit"
         errors = {record.offset: text for record in part}
-        outcome = "timed_out"
+        outcome = CallOutcome.TIMED_OUT
     first_error = next(iter(errors.values())) if errors else None
     call = CallRecord(
         started_at=started_at,
@@ -413,7 +413,7 @@ def _single_failure(
             busy_ms=busy_s * 1000.0,
             records=1,
             failed=1,
-            outcome="timed_out" if timed_out else "failed",
+            outcome=CallOutcome.TIMED_OUT if timed_out else CallOutcome.FAILED,
             error=error,
         )
     )

@@ -266,19 +266,9 @@ class Invoker:
     @staticmethod
     def _handles(store: Store, kind: str, item_keys: list[str], ids: dict[str, int]) -> list[Handle]:
         """The handles of ``item_keys``: ``ids`` has the new items; any other key is read from the store."""
-        import sqlalchemy as sa
-
-        from ..store.schema import work_item_keys
-
-        c = work_item_keys.c
         missing = [item_key for item_key in item_keys if item_key not in ids]
         if missing:
-            with store.reading() as connection:
-                for start in range(0, len(missing), 1_000):
-                    chunk = missing[start : start + 1_000]
-                    ids.update(
-                        connection.execute(sa.select(c.key, c.item_id).where(c.kind == kind, c.key.in_(chunk))).all()
-                    )
+            ids.update(store.invocations.ids_by_key(kind, missing))
         name = kind.split(":", 1)[1]
         return [Handle(ids[item_key], name) for item_key in item_keys]
 

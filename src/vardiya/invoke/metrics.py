@@ -15,10 +15,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
+from ..rules.calls import CallOutcome
 from ..store.records import ItemState
-from ..store.schema import invocation_calls, work_items
 from ..store.streams import epoch_ms
 from .handlers import Handler, Model
 
@@ -97,25 +95,8 @@ def store_metrics(
     """The metrics of ``handler``'s async or stream work in the store (items created since ``since``)."""
     stream = handler.model is Model.STREAM
     kind = handler.batch_kind if stream else handler.call_kind
-    w = work_items.c
-    q = invocation_calls.c
-    items_query = sa.select(w.id, w.state, w.payload, w.result, w.created_at, w.updated_at, w.busy_ms).where(
-        w.kind == kind
-    )
-    if since is not None:
-        items_query = items_query.where(w.created_at >= since)
-    with store.reading() as connection:
-        items = connection.execute(items_query).all()
-        ids = [row.id for row in items]
-        calls: list[Any] = []
-        for start in range(0, len(ids), 5_000):
-            calls.extend(
-                connection.execute(
-                    sa.select(q.records, q.failed, q.busy_ms, q.outcome).where(
-                        q.item_id.in_(ids[start : start + 5_000]), q.records > 0
-                    )
-                ).all()
-            )
+    items = store.items.figures(kind, since=since)
+    calls = store.invocations.call_figures([row.id for row in items])
     # A successful async call is told by its item (busy_ms), not by a call-log row: one call of one
     # record that succeeded.
     told = [row.busy_ms for row in items if row.busy_ms is not None]
@@ -155,8 +136,8 @@ def store_metrics(
         completion_p99_ms=p99,
         busy_ms=busy,
         cost=(prices or Prices()).cost(len(calls) + len(told), busy),
-        fits_limit=all(call.outcome != "timed_out" for call in calls),
-        failed_calls=sum(1 for call in calls if call.outcome != "succeeded"),
+        fits_limit=all(call.outcome is not CallOutcome.TIMED_OUT for call in calls),
+        failed_calls=sum(1 for call in calls if call.outcome is not CallOutcome.SUCCEEDED),
     )
 
 
@@ -181,8 +162,8 @@ class Tally:
             self.calls += 1
             self.processed += call.records
             self.busy_ms += call.busy_ms
-            self.failed_calls += call.outcome != "succeeded"
-            self.timed_out += call.outcome == "timed_out"
+            self.failed_calls += call.outcome != CallOutcome.SUCCEEDED
+            self.timed_out += call.outcome == CallOutcome.TIMED_OUT
 
     def metrics(self, handler: Handler, prices: Prices | None = None) -> Metrics:
         waits = self.waits or []

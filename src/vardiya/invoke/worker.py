@@ -34,13 +34,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
 from ..clock import Clock, SystemClock
 from ..errors import LeaseLost
 from ..store.invocations import CallRow, Invocations
 from ..store.records import ItemState, WorkItem
-from ..store.schema import stream_records, work_items
 from ..store.streams import Streams, epoch_ms
 from .execute import AttemptOutcome, BatchRecord, CallContext, call_single, end_of_attempt, run_attempt
 from .gate import StoreGate, storable
@@ -257,40 +254,18 @@ class Worker:
 
     def _next_due(self) -> datetime | None:
         """When the next item of ours can be claimed (None: nothing left at all), stream records too."""
-        c = work_items.c
-        with self.store.reading() as connection:
-            ready = connection.execute(
-                sa.select(sa.func.min(c.run_after)).where(
-                    c.kind.in_(self.all_kinds), c.state.in_([ItemState.PENDING, ItemState.FAILED])
-                )
-            ).scalar()
-            leased = connection.execute(
-                sa.select(sa.func.min(c.lease_until)).where(c.kind.in_(self.all_kinds), c.state == ItemState.RUNNING)
-            ).scalar()
-            waiting = False
-            if self.streams:
-                waiting = connection.execute(
-                    sa.select(stream_records.c.id)
-                    .where(stream_records.c.stream.in_([handler.name for handler in self.streams]))
-                    .limit(1)
-                ).first() is not None
-        moments = [moment for moment in (ready, leased) if moment is not None]
-        if moments:
+        due = self.store.items.next_due(self.all_kinds)
+        if due is not None:
             # Records still waiting in the stream after a flushing cut are held back by their lane's
             # batch in flight: they become due when that batch does, not before.
-            return min(moments)
+            return due
+        waiting = bool(self.streams) and Streams(self.store).any_waiting([handler.name for handler in self.streams])
         return self.clock.now() if waiting else None
 
     def _next_service_at(self) -> datetime | None:
         """When the next tick or pipeline item enqueued ahead of its time comes due (None: none is)."""
         assert self.services is not None
-        c = work_items.c
-        with self.store.reading() as connection:
-            return connection.execute(
-                sa.select(sa.func.min(c.run_after)).where(
-                    c.kind.in_(self.services.kinds), c.state.in_([ItemState.PENDING, ItemState.FAILED])
-                )
-            ).scalar()
+        return self.store.items.next_ready_at(self.services.kinds)
 
     def _cut(self, *, flush: bool) -> int:
         made = 0

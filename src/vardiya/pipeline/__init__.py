@@ -9,7 +9,7 @@ store, ``status``) and ``run`` (planning, running, checkpoints; ``resume``, ``re
 
 from __future__ import annotations
 
-from ..store.schema import RunState, TaskState
+from ..states import RunState, TaskState
 from .graph import TaskGraph, build_graph, task_name
 from .impact import (
     AllImpact,

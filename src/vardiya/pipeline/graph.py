@@ -33,17 +33,13 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import ConfigurationError, InvalidInput
+from ..states import task_name
 from .partitions import Unpartitioned
 from .stages import Pipeline, Stage
 
 __all__ = ["Pipeline", "Stage", "TaskGraph", "build_graph", "task_name"]
 
 _SUGGESTIONS = 3
-
-
-def task_name(stage: str, key: str) -> str:
-    """``stage@key``, or the stage name alone for the one partition of an unpartitioned stage."""
-    return f"{stage}@{key}" if key else stage
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any
 from ..clock import Clock
 from ..errors import ConfigurationError, InvalidInput
 from ..sla import log_miss, over_sla
+from ..states import RunState, TaskState
 from ..store.failures import FailureFamily, SlaMiss
-from ..store.schema import RunState, TaskState
 from ..tracebacks import format_traceback
 from .graph import TaskGraph, build_graph
 from .impact import descendants

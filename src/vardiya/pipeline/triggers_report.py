@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..store.schema import TaskState
+from ..states import TaskState
 from .graph import TaskGraph
 from .state import PipelineState
 

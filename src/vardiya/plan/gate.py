@@ -19,8 +19,8 @@ from typing import Any
 
 from ..clock import Clock
 from ..invoke.execute import BatchRecord
-from ..store.dedup import is_duplicate
-from ..store.records import DedupOutcome, ItemState
+from ..rules.dedup import DedupOutcome, is_duplicate
+from ..store.records import ItemState
 
 __all__ = ["ItemGate", "MemoryKeys"]
 

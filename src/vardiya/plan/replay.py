@@ -36,8 +36,9 @@ from ..errors import InvalidInput
 from ..invoke.execute import BatchRecord, end_of_attempt, run_attempt
 from ..invoke.handlers import FailurePolicy, Handler, Model
 from ..invoke.metrics import Metrics, percentile
+from ..rules.batching import batch_ready
+from ..rules.calls import CallOutcome
 from ..store.records import ItemState
-from ..store.streams import batch_ready
 from .gate import MemoryKeys
 from .profile import Profile
 from .scripted import ScriptedHandler, handler_for, record_key
@@ -346,9 +347,9 @@ class Replay:
                 calls += 1
                 processed += call.records
                 busy_ms += call.busy_ms
-                if call.outcome != "succeeded":
+                if call.outcome is not CallOutcome.SUCCEEDED:
                     failed_calls += 1
-                    timed_out += call.outcome == "timed_out"
+                    timed_out += call.outcome is CallOutcome.TIMED_OUT
             # a record's completion: from its arrival to its final outcome, here the end of this attempt
             for record, _ in outcome.succeeded:
                 completions.append((end - arrival[record.offset]) * 1000.0)

@@ -22,12 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
 from ..errors import InvalidInput
 from ..limits import check_key
 from ..store.records import ItemState
-from ..store.schema import work_items
 
 if TYPE_CHECKING:
     from ..invoke.handlers import Handler
@@ -214,17 +211,7 @@ def from_store(store: Store, handler: Handler) -> Workload:
     timing, not which records they were. Unfinished items are left out too. A record is named by the
     handler's ``id_of`` (a payload's ``id`` field by default); records appear in the order they arrived.
     """
-    c = work_items.c
-    query = (
-        sa.select(c.kind, c.state, c.attempts, c.payload, c.result)
-        .where(
-            c.kind.in_([handler.call_kind, handler.batch_kind]),
-            c.state.in_([ItemState.SUCCEEDED, ItemState.DEAD]),
-        )
-        .order_by(c.created_at, c.id)
-    )
-    with store.reading() as connection:
-        rows = connection.execute(query).all()
+    rows = store.items.finished([handler.call_kind, handler.batch_kind])
     outcomes: dict[int | str, Outcome] = {}
     for row in rows:
         dead = row.state == ItemState.DEAD

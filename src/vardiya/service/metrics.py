@@ -26,15 +26,12 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from ..slots.closed import not_done_report
-from ..store.records import ItemState
-from ..store.schema import work_items
 
 if TYPE_CHECKING:
     from ..app import App
@@ -60,25 +57,18 @@ class _StoreCollector:
         self.store = store
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        c = work_items.c
         now = self.store.clock.now()
         items = GaugeMetricFamily("vardiya_work_items", "Work items in the store, by family and state", labels=["family", "state"])
         due = GaugeMetricFamily(
             "vardiya_work_items_due", "Items ready to run whose run_after has passed (queue depth)", labels=["family"]
         )
-        ready = [ItemState.PENDING, ItemState.FAILED]
-        with self.store.reading() as connection:
-            counts: dict[tuple[str, str], int] = {}
-            for kind, state, count in connection.execute(
-                sa.select(c.kind, c.state, sa.func.count()).group_by(c.kind, c.state)
-            ):
-                key = (family_of(kind), ItemState(state).value)
-                counts[key] = counts.get(key, 0) + count
-            waiting: dict[str, int] = {}
-            for kind, count in connection.execute(
-                sa.select(c.kind, sa.func.count()).where(c.state.in_(ready), c.run_after <= now).group_by(c.kind)
-            ):
-                waiting[family_of(kind)] = waiting.get(family_of(kind), 0) + count
+        counts: dict[tuple[str, str], int] = {}
+        for (kind, state), count in self.store.items.counts_by_kind().items():
+            key = (family_of(kind), state.value)
+            counts[key] = counts.get(key, 0) + count
+        waiting: dict[str, int] = {}
+        for kind, count in self.store.items.due_by_kind(now).items():
+            waiting[family_of(kind)] = waiting.get(family_of(kind), 0) + count
         for (family, state), count in sorted(counts.items()):
             items.add_metric([family, state], count)
         for family, count in sorted(waiting.items()):

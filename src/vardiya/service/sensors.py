@@ -13,15 +13,14 @@ import glob
 import logging
 import os
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-import sqlalchemy as sa
-
+from ..connectors.arrival import ArrivalQuery
 from ..pipeline.graph import task_name
 from ..schedule.plan import Firing, pipeline_kind
 from ..schedule.triggers import DataArrival, Upstream, partition_window
-from ..store.schema import TaskState, pipeline_tasks, work_items
+from ..store.pipeline_reads import PipelineReads
 
 if TYPE_CHECKING:
     from ..schedule.pipelines import ScheduledPipeline
@@ -47,7 +46,7 @@ class Sensor:
         self.every = timedelta(seconds=float(trigger.every))
         self.next_check: datetime | None = None
         self._started: set[str] | None = None
-        self._engine: sa.Engine | None = None
+        self._arrival: ArrivalQuery | None = None
 
     def due(self, now: datetime) -> bool:
         return self.next_check is None or now >= self.next_check
@@ -76,20 +75,16 @@ class Sensor:
             self._started.update(str(firing.payload["partition"]) for firing in firings)
 
     def close(self) -> None:
-        if self._engine is not None:
-            self._engine.dispose()
+        if self._arrival is not None:
+            self._arrival.close()
 
     # -- internals ----------------------------------------------------------------------------------
 
     def _started_partitions(self) -> set[str]:
         if self._started is None:
             prefix = f"{self.trigger.name}:"
-            c = work_items.c
-            with self.store.reading() as connection:
-                keys = connection.execute(
-                    sa.select(c.key).where(c.kind == self.kind, c.key.startswith(prefix, autoescape=True))
-                ).scalars()
-                self._started = {key[len(prefix):] for key in keys}
+            keys = self.store.items.keys_with_prefix(self.kind, prefix)
+            self._started = {key[len(prefix):] for key in keys}
         return self._started
 
     def _begun(self, key: str, now: datetime) -> bool:
@@ -113,26 +108,13 @@ class Sensor:
 
     def _upstream_done(self, keys: list[str], trigger: Upstream) -> set[str]:
         names = {task_name(trigger.stage, key): key for key in keys}
-        c = pipeline_tasks.c
-        with self.store.reading() as connection:
-            done = connection.execute(
-                sa.select(c.task).where(
-                    c.pipeline == trigger.pipeline, c.state == TaskState.SUCCEEDED, c.task.in_(list(names))
-                )
-            ).scalars()
-            return {names[task] for task in done}
+        done = PipelineReads(self.store, trigger.pipeline).succeeded_among(names)
+        return {names[task] for task in done}
 
     def _rows_present(self, keys: list[str], trigger: DataArrival) -> set[str]:
-        if self._engine is None:
-            self._engine = sa.create_engine(str(trigger.db), pool_pre_ping=True)
-        query = sa.text(str(trigger.sql))
-        present = set()
-        with self._engine.connect() as connection:
-            for key in keys:
-                row: Any = connection.execute(query, {"partition": key}).first()
-                if row is not None and row[0]:
-                    present.add(key)
-        return present
+        if self._arrival is None:
+            self._arrival = ArrivalQuery(str(trigger.db), str(trigger.sql))
+        return self._arrival.present(keys)
 
 
 def _path_present(pattern: str) -> bool:

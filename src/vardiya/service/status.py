@@ -19,14 +19,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
 from ..invoke.metrics import percentile
 from ..pipeline.state import status as pipeline_status
 from ..schedule.plan import TICK_PREFIX, TickSchedule, tick_kind
 from ..slots.closed import CLOSED_PERIODS, not_done_report
 from ..store.records import ItemState, LedgerStatus
-from ..store.schema import work_items
 from .metrics import family_of
 
 if TYPE_CHECKING:
@@ -50,35 +47,23 @@ def status_report(
 ) -> dict[str, Any]:
     """The document of ``vardiya status --json``; ``healthy`` is false when ``reasons`` is not empty."""
     now = store.clock.now()
-    c = work_items.c
     families: dict[str, dict[str, int]] = {}
 
     def family(name: str) -> dict[str, int]:
         return families.setdefault(name, {**{state: 0 for state in _STATES}, "due": 0, "late": 0})
 
-    ready = [ItemState.PENDING, ItemState.FAILED]
     late_items: list[dict[str, Any]] = []
-    with store.reading() as connection:
-        for kind, state, count in connection.execute(sa.select(c.kind, c.state, sa.func.count()).group_by(c.kind, c.state)):
-            family(family_of(kind))[ItemState(state).value] += count
-        for kind, count in connection.execute(
-            sa.select(c.kind, sa.func.count()).where(c.state.in_(ready), c.run_after <= now).group_by(c.kind)
-        ):
-            family(family_of(kind))["due"] += count
-        for kind, count in connection.execute(
-            sa.select(c.kind, sa.func.count()).where(c.state.in_(ready), c.run_after <= now - late_after).group_by(c.kind)
-        ):
-            family(family_of(kind))["late"] += count
-        for row in connection.execute(
-            sa.select(c.id, c.kind, c.key, c.run_after, c.attempts)
-            .where(c.state.in_(ready), c.run_after <= now - late_after)
-            .order_by(c.run_after)
-            .limit(20)
-        ):
-            late_items.append({
-                "id": row.id, "kind": row.kind, "key": row.key, "due_since": _text(row.run_after),
-                "late_s": (now - row.run_after).total_seconds(), "attempts": row.attempts,
-            })
+    for (kind, state), count in store.items.counts_by_kind().items():
+        family(family_of(kind))[state.value] += count
+    for kind, count in store.items.due_by_kind(now).items():
+        family(family_of(kind))["due"] += count
+    for kind, count in store.items.due_by_kind(now - late_after).items():
+        family(family_of(kind))["late"] += count
+    for row in store.items.due_items(now - late_after, limit=20):
+        late_items.append({
+            "id": row.id, "kind": row.kind, "key": row.key, "due_since": _text(row.run_after),
+            "late_s": (now - row.run_after).total_seconds(), "attempts": row.attempts,
+        })
     schedules = {state.name: state for state in store.schedules.all()}
     document: dict[str, Any] = {
         "now": now.isoformat(),
@@ -138,14 +123,7 @@ def _job(
     schedule = TickSchedule(job)
     state = schedules.get(f"{TICK_PREFIX}{name}")
     through = state.planned_through if state is not None else None
-    c = work_items.c
-    with store.reading() as connection:
-        results = connection.execute(
-            sa.select(c.result)
-            .where(c.kind == tick_kind(name), c.state == ItemState.SUCCEEDED)
-            .order_by(c.key.desc())
-            .limit(RECENT_TICKS)
-        ).scalars().all()
+    results = store.items.latest_results(tick_kind(name), limit=RECENT_TICKS)
     lateness = sorted(float(result["lateness_s"]) for result in results if result and "lateness_s" in result)
     period = job.scheme_at(now).period_of(now)
     counts = store.ledger.counts(name, period.key)

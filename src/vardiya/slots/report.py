@@ -33,16 +33,14 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
+from ..store.ledger import LedgerSample
 from ..store.records import LedgerStatus
-from ..store.schema import ledger
 from .closed import not_done
 
 if TYPE_CHECKING:
@@ -69,18 +67,6 @@ SIGNIFICANT_SHARE = 0.01
 """Counts count as balanced when the fullest slot holds at most this much more than the emptiest."""
 
 _LISTED = 12  # records or slots named in a warning before it says "..."
-_STREAM_CHUNK = 5_000  # ledger rows fetched per round trip
-
-
-class LedgerSample(NamedTuple):
-    """One ledger row as the report needs it; ``record`` (the ledger key) only names failed records."""
-
-    slot: int | None
-    duration_ms: float
-    rows: int
-    bytes: int
-    status: LedgerStatus | str
-    record: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -341,19 +327,6 @@ def build_ledger_report(
     )
 
 
-def _samples(connection: sa.Connection, job: str, period: str) -> Iterator[LedgerSample]:
-    """The period's ledger rows, streamed in slot order (the ledger's (job, period, slot) index)."""
-    c = ledger.c
-    query = (
-        sa.select(c.slot, c.duration_ms, c.rows, c.bytes, c.status, c.record)
-        .where(c.job == job, c.period == period)
-        .order_by(c.slot, c.record)
-        .execution_options(yield_per=_STREAM_CHUNK)
-    )
-    for row in connection.execute(query):
-        yield LedgerSample(row.slot, row.duration_ms, row.rows, row.bytes, row.status, row.record)
-
-
 def ledger_report(store: Store, job: SlotJob, period_key: str, *, now: datetime | None = None) -> LedgerReport:
     """The per-slot load of ``job`` in the period ``period_key`` (e.g. ``2026-12-01``), from the ledger.
 
@@ -363,15 +336,14 @@ def ledger_report(store: Store, job: SlotJob, period_key: str, *, now: datetime 
     period = job.scheme.period_for_key(period_key)
     runs = job.runs_at(period.start)
     missing = not_done(store, job, period, now or store.clock.now())
-    with store.reading() as connection:
-        return build_ledger_report(
-            _samples(connection, job.name, period.key),
-            slots=runs.scheme.slots,
-            tick_interval=runs.tick_interval,
-            period=period.key,
-            job=job.name,
-            scheme=runs.scheme.fingerprint,
-            not_done=missing.counts,
-            closes_at=missing.closes_at,
-            closed=missing.closed,
-        )
+    return build_ledger_report(
+        store.ledger.samples(job.name, period.key),
+        slots=runs.scheme.slots,
+        tick_interval=runs.tick_interval,
+        period=period.key,
+        job=job.name,
+        scheme=runs.scheme.fingerprint,
+        not_done=missing.counts,
+        closes_at=missing.closes_at,
+        closed=missing.closed,
+    )

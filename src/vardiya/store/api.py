@@ -23,6 +23,7 @@ from ..errors import SchemaOutdated, SchemaTooNew, StoreNotFound
 from .dedup import DedupKeys
 from .failures import Failures
 from .engine import READ_ONLY, create_store_engine, driver_errors
+from .invocations import Invocations
 from .items import WorkItems
 from .ledger import Ledger
 from .schedules import Schedules
@@ -46,6 +47,7 @@ class Store:
         self.schedules = Schedules(self)
         #: What failed and why (tracebacks) and SLA misses (``failures.py``).
         self.failures = Failures(self)
+        self.invocations = Invocations(self)
         #: Whether ``open_store`` created this store (it had no vardiya schema): a service logs it.
         self.created = False
 

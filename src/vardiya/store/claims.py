@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from .hot import hot_sql
+from .backend import times_of
 from .schema import ledger_claims
 from .url import Backend
 
@@ -95,7 +95,7 @@ class RecordClaims:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._backend = store.backend
-        self._time = hot_sql(store.backend).time
+        self._time = times_of(store.backend).time
 
     def take(
         self,

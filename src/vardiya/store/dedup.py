@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from ..clock import to_seconds
 from ..errors import InvalidInput
+from ..rules.dedup import is_duplicate
 from .records import DedupKey, DedupOutcome, ItemState
 from .schema import dedup_keys, work_items
 from .types import JSONDocument, UTCDateTime
@@ -26,22 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["DedupKeys"]
 
 _UNFINISHED = (ItemState.PENDING.value, ItemState.RUNNING.value, ItemState.FAILED.value)
-
-
-def is_duplicate(outcome: DedupOutcome, *, live: bool, same_item: bool, holder_unfinished: bool) -> bool:
-    """Whether a record whose key is already stored must not run (the one rule, shared with the planner).
-
-    ``live``: within its window, or held by a dead item. ``same_item``: held by the item now running
-    (a retry, or a redrive of it). ``holder_unfinished``: the holding item is pending, running or failed.
-    A key that succeeded is a duplicate while live, and always within its own item (the record is done
-    even if the item died and was redriven after the window); a pending key is a duplicate while a
-    different unfinished item holds it (a copy in flight elsewhere); a failed key is never one.
-    """
-    if outcome is DedupOutcome.SUCCEEDED:
-        return live or same_item
-    if outcome is DedupOutcome.PENDING:
-        return live and not same_item and holder_unfinished
-    return False
 
 
 def _key(row: sa.Row[Any]) -> DedupKey:

@@ -23,6 +23,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from ..errors import NotAStore, StoreError, StoreUnavailable
+from ..hashing import register_sqlite_functions
 from .types import dumps_json
 from .url import Backend, StoreURL
 
@@ -156,7 +157,7 @@ def sqlite_engine(target: StoreURL, *, store: bool) -> Engine:
                 cursor.execute("PRAGMA foreign_keys = ON")
         finally:
             cursor.close()
-        _register_sqlite_functions(dbapi_connection)
+        register_sqlite_functions(dbapi_connection)  # the stable slot hash, for pushdown
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: sa.Connection) -> None:
@@ -272,13 +273,6 @@ class DriverConnection:
                 self._connection.close()
             self._connection = None
             self._cursor = None
-
-
-def _register_sqlite_functions(dbapi_connection: sqlite3.Connection) -> None:
-    """SQL functions vardiya's queries use on SQLite (the stable slot hash, for pushdown)."""
-    from ..slots.hashing import register_sqlite_functions
-
-    register_sqlite_functions(dbapi_connection)
 
 
 def _postgres_engine(target: StoreURL) -> Engine:

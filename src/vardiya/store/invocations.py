@@ -14,35 +14,23 @@ completion together on PostgreSQL (migration 0006). Many such completions share 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from .hot import hot_sql
+from ..rules.calls import CallOutcome, CallRow
+from .backend import times_of
+from .invocation_reads import InvocationReads
 from .records import AttemptOutcome, ItemState
 from .schema import invocation_calls, work_items
+from .sqlite import SQLITE_TIMES
 from .url import Backend
 
 if TYPE_CHECKING:
     from .api import Store
 
 __all__ = ["CallRow", "Invocations"]
-
-
-@dataclass(frozen=True, slots=True)
-class CallRow:
-    """One handler call, as the engine makes it (``vardiya.invoke.execute.CallRecord``) and the call log
-    stores it; ``outcome`` is ``succeeded``, ``failed`` or ``timed_out``."""
-
-    started_at: datetime
-    ended_at: datetime
-    busy_ms: float
-    records: int
-    failed: int
-    outcome: str
-    error: str | None
 
 
 def _call_row(handler: str, item_id: int, attempt: int, call: CallRow) -> dict[str, Any]:
@@ -55,7 +43,7 @@ def _call_row(handler: str, item_id: int, attempt: int, call: CallRow) -> dict[s
         "busy_ms": call.busy_ms,
         "records": call.records,
         "failed": call.failed,
-        "outcome": call.outcome,
+        "outcome": CallOutcome(call.outcome).value,
         "error": call.error,
     }
 
@@ -74,22 +62,15 @@ _POSTGRES_INSERT_CALLS = (
 )
 
 
-def _sqlite_time(moment: datetime) -> Any:
-    """``HotSQL.time`` on SQLite, quicker for the engine's own clock readings (``timezone.utc``)."""
-    if moment.tzinfo is timezone.utc:
-        return moment.isoformat(" ", "microseconds")[:26]  # what hot.py's text is: no offset
-    return hot_sql(Backend.SQLITE).time(moment)
-
-
-class Invocations:
-    """Recording the end of invocation attempts in one store."""
+class Invocations(InvocationReads):
+    """Recording the end of invocation attempts in one store (and, inherited, reading the call log)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
 
     def _insert_calls(self, connection: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Write call-log rows as driver SQL, times converted as ``UTCDateTime`` would (``hot.py``)."""
-        time = hot_sql(self._store.backend).time
+        time = times_of(self._store.backend).time
         self._insert_call_values(
             connection,
             [
@@ -175,14 +156,14 @@ class Invocations:
         if self._store.backend is Backend.SQLITE:
 
             def log_calls(cursor: Any, lost: set[int]) -> None:
-                values = self._call_values(logged, lost, _sqlite_time)
+                values = self._call_values(logged, lost, SQLITE_TIMES.time)
                 if values:
                     cursor.executemany(_SQLITE_INSERT_CALLS, values)
 
             return items.complete_on_driver(ids, owner, results=results, busy=busy, then=log_calls if logged else None)
         with self._store.transaction() as connection:
             lost = items.complete_in(connection, ids, owner=owner, results=results, busy=busy)
-            values = self._call_values(logged, lost, hot_sql(self._store.backend).time)
+            values = self._call_values(logged, lost, times_of(self._store.backend).time)
             if values:
                 self._insert_call_values(connection, values)
         return lost
@@ -194,7 +175,7 @@ class Invocations:
         """Call-log rows (``_CALL_COLUMNS`` order) of the entries' calls, but those of lost items."""
         return [
             (handler, item_id, attempt, time(call.started_at), time(call.ended_at), call.busy_ms, call.records,
-             call.failed, call.outcome, call.error)
+             call.failed, CallOutcome(call.outcome).value, call.error)
             for item_id, attempt, handler, call, _result, _busy in entries
             if call is not None and item_id not in lost
         ]

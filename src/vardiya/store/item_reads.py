@@ -1,5 +1,7 @@
 """Reading work items: one by id or key, listings by state, kind, age and error, history, counts.
 
+The summaries (counts by kind, what is due, results) are ``item_summaries.py``'s.
+
 ``WorkItems`` inherits these; they take no write lock (``Store.reading``).
 """
 
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..clock import ensure_aware
+from .item_summaries import ItemSummaries
 from .records import Attempt, AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
 from .schema import work_item_keys, work_items
@@ -54,7 +57,7 @@ def item_from_row(row: sa.Row[Any]) -> WorkItem:
     )
 
 
-class ItemReads:
+class ItemReads(ItemSummaries):
     """The reading operations on work items."""
 
     _store: Store

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -31,7 +31,7 @@ from .url import Backend
 if TYPE_CHECKING:
     from .api import Store
 
-__all__ = ["ROW_COLUMNS", "Ledger"]
+__all__ = ["ROW_COLUMNS", "Ledger", "LedgerSample"]
 
 #: Records per transaction for bulk marks and per IN-list for lookups.
 CHUNK_SIZE = 1_000
@@ -114,6 +114,21 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
             chunk = []
     if chunk:
         yield chunk
+
+
+#: Ledger rows fetched per round trip when a period's rows are streamed (``Ledger.samples``).
+_STREAM_CHUNK = 5_000
+
+
+class LedgerSample(NamedTuple):
+    """One ledger row as the report needs it; ``record`` (the ledger key) only names failed records."""
+
+    slot: int | None
+    duration_ms: float
+    rows: int
+    bytes: int
+    status: LedgerStatus | str
+    record: str | None = None
 
 
 class Ledger:
@@ -384,3 +399,19 @@ class Ledger:
             return list(
                 connection.execute(sa.select(c.period).where(c.job == job).distinct().order_by(c.period)).scalars()
             )
+
+    def samples(self, job: str, period: str) -> Iterator[LedgerSample]:
+        """The period's ledger rows, streamed in slot order (the ledger's (job, period, slot) index).
+
+        One read transaction stays open while the caller iterates; read them to the end.
+        """
+        c = ledger.c
+        query = (
+            sa.select(c.slot, c.duration_ms, c.rows, c.bytes, c.status, c.record)
+            .where(c.job == job, c.period == period)
+            .order_by(c.slot, c.record)
+            .execution_options(yield_per=_STREAM_CHUNK)
+        )
+        with self._store.reading() as connection:
+            for row in connection.execute(query):
+                yield LedgerSample(row.slot, row.duration_ms, row.rows, row.bytes, row.status, row.record)

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..limits import check_key
+from ..rules.dedup import DedupOutcome
 from .types import from_micros
 
 __all__ = [
@@ -59,14 +60,6 @@ class LedgerStatus(str, enum.Enum):
     """The ledger's word on one (job, record, period)."""
 
     DONE = "done"
-    FAILED = "failed"
-
-
-class DedupOutcome(str, enum.Enum):
-    """What became of the first invocation that carried a dedup key."""
-
-    PENDING = "pending"
-    SUCCEEDED = "succeeded"
     FAILED = "failed"
 
 

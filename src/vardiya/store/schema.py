@@ -10,6 +10,7 @@ import enum
 
 import sqlalchemy as sa
 
+from ..states import RunState, TaskState
 from .records import AttemptOutcome, DedupOutcome, ItemState, LedgerStatus
 from .types import JSONDocument, UTCDateTime, UTCMicros
 
@@ -237,30 +238,6 @@ dedup_keys = sa.Table(
 # -- partitioned pipelines ---------------------------------------------------------------------------
 # The enums live here rather than in vardiya.pipeline: the pipeline package imports the store, so the
 # store's schema cannot import the pipeline package without a cycle. vardiya.pipeline re-exports them.
-
-
-class TaskState(str, enum.Enum):
-    """Where a pipeline task (``stage@partition``) stands.
-
-    ``blocked``: an upstream task failed in the run, so this one could not start. ``skipped``: the run
-    found it already done; it is a run's verdict and never stored (a done task stays ``succeeded``).
-    """
-
-    PENDING = "pending"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    BLOCKED = "blocked"
-    SKIPPED = "skipped"
-
-
-class RunState(str, enum.Enum):
-    """How a pipeline run ended; ``interrupted`` when its process died and a later run found it open."""
-
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
 
 
 pipeline_runs = sa.Table(

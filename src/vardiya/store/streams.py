@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..limits import check_key, check_kind, check_name
-from .hot import ITEM_KEY_INSERT, _sqlite_time
+from ..rules.batching import batch_ready
+from .hot import ITEM_KEY_INSERT
 from .records import ItemState
 from .schema import stream_lanes, stream_records, work_items
+from .sqlite import SQLITE_TIMES
 from .types import dumps_json, json_text
 from .url import Backend
 
@@ -57,13 +59,6 @@ def lane_of(key: str | None, lanes: int) -> int:
         return 0
     digest = hashlib.blake2b(key.encode(), digest_size=8, person=b"vardiya-lane").digest()
     return int.from_bytes(digest, "big") % lanes
-
-
-def batch_ready(
-    waiting: int, batch_size: int, oldest: datetime, now: datetime, window_s: float, *, flush: bool = False
-) -> bool:
-    """Whether a batch is cut now: it is full, or its oldest record has waited the window (or a flush)."""
-    return waiting >= batch_size or flush or oldest <= now - timedelta(seconds=window_s)
 
 
 def _check_record(stream: str, record: Any) -> None:
@@ -264,7 +259,7 @@ class Streams:
         if not rows:
             return None
         if not batch_ready(
-            len(rows), batch_size, _sqlite_read_time(rows[0][3]), now, window_s, flush=flush
+            len(rows), batch_size, _read_time(rows[0][3]), now, window_s, flush=flush
         ):
             return None  # a partial batch waits for more records, up to the window
         arrived: dict[str, int] = {}  # records appended together share their time: convert it once
@@ -274,13 +269,13 @@ class Streams:
                 payload = dumps_json(payload)
             arrived_ms = arrived.get(appended_at)
             if arrived_ms is None:
-                arrived_ms = arrived[appended_at] = epoch_ms(_sqlite_read_time(appended_at))
+                arrived_ms = arrived[appended_at] = epoch_ms(_read_time(appended_at))
             parts.append(
                 f"[{record_id},{'null' if key is None else dumps_json(key)},{payload},{arrived_ms},0,null]"
             )
         first, last = rows[0][0], rows[-1][0]
         document = f'{{"lane":{lane},"size":{len(rows)},"records":[{",".join(parts)}]}}'
-        t_now = _sqlite_time(now)
+        t_now = SQLITE_TIMES.item_time(now)
         batch_key = f"{lane}:{first}"
         (item_id,) = raw.execute(
             _SQLITE_CUT_INSERT,
@@ -290,6 +285,12 @@ class Streams:
         raw.execute(_SQLITE_CUT_DELETE, (stream, lane, first, last))
         raw.execute(_SQLITE_CUT_THROUGH, (last, stream, lane))
         return item_id
+
+    def any_waiting(self, streams: Sequence[str]) -> bool:
+        """Whether any of ``streams`` has records appended and not yet cut into a batch."""
+        r = stream_records.c
+        with self._store.reading() as connection:
+            return connection.execute(sa.select(r.id).where(r.stream.in_(list(streams))).limit(1)).first() is not None
 
 
 _SQLITE_CUT_SELECT = (
@@ -303,6 +304,8 @@ _SQLITE_CUT_DELETE = "DELETE FROM stream_records WHERE stream = ? AND lane = ? A
 _SQLITE_CUT_THROUGH = "UPDATE stream_lanes SET cut_through = ? WHERE stream = ? AND lane = ?"
 
 
-def _sqlite_read_time(text: str) -> datetime:
+def _read_time(text: str) -> datetime:
     """A UTCDateTime column's SQLite text as the aware datetime the column type would return."""
-    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+    moment = SQLITE_TIMES.read_time(text)
+    assert moment is not None, "stream_records.appended_at is NOT NULL"
+    return moment

@@ -12,6 +12,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 
 from ..errors import InvalidInput
+from .postgres import POSTGRES_TIMES
+from .sqlite import SQLITE_TIMES
 
 __all__ = [
     "json_text",
@@ -86,11 +88,7 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
         return value
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+        return (SQLITE_TIMES if dialect.name == "sqlite" else POSTGRES_TIMES).read_time(value)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -148,15 +146,8 @@ class UTCMicros(sa.TypeDecorator[datetime]):
         return value.astimezone(timezone.utc)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, int):
-            return from_micros(value)
-        if isinstance(value, str):  # UTCDateTime's text
-            return datetime.fromisoformat(value).replace(tzinfo=timezone.utc)
-        if value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+        # An integer of microseconds, or UTCDateTime's text (a row written before migration 0005).
+        return (SQLITE_TIMES if dialect.name == "sqlite" else POSTGRES_TIMES).read_time(value)
 
 
 # JSONB on PostgreSQL (indexable, compact), JSON text on SQLite.
