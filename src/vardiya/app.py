@@ -25,7 +25,7 @@ from typing import Any
 from .errors import AppNotFound, ConfigurationError
 from .invoke.handlers import Handler
 from .pipeline.stages import Pipeline
-from .schedule.catchup import CatchUpPolicy
+from .catchup import CatchUpPolicy
 from .schedule.pipelines import ScheduledPipeline
 from .schedule.triggers import Trigger
 from .slots.job import SchemeChange, SlotJob

@@ -2,7 +2,7 @@
 every schedule. Pure: nothing here reads a clock or a store (the scheduler in ``vardiya.service`` does).
 """
 
-from .catchup import CatchUpPolicy, Decision, decide
+from ..catchup import CatchUpPolicy, Decision, decide
 from .triggers import Cron, DataArrival, PeriodClose, Trigger, Upstream
 
 __all__ = ["CatchUpPolicy", "Cron", "DataArrival", "Decision", "PeriodClose", "Trigger", "Upstream", "decide"]

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, SystemClock
 from ..errors import ConfigurationError
-from ..schedule.catchup import decide
+from ..catchup import decide
 from ..schedule.plan import Firing, TickSchedule, TimeSchedule, TriggerSchedule
 from ..schedule.triggers import Cron, DataArrival, PeriodClose, Upstream
 from ..store.schedules import ScheduleState, ScheduleStep

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..clock import ensure_aware
 from ..errors import ConfigurationError, InvalidInput
 from ..limits import check_name
-from ..schedule.catchup import CatchUpPolicy
+from ..catchup import CatchUpPolicy
 from .scheme import Period, SlotPosition, SlotScheme, describe_duration
 
 if TYPE_CHECKING:
