@@ -28,7 +28,7 @@ from typing import Any
 from .errors import AppNotFound, ConfigurationError
 from .invoke.handlers import Handler
 from .pipeline.stages import Pipeline
-from .schedule.catchup import CatchUpPolicy
+from .catchup import CatchUpPolicy
 from .schedule.periodic import EPOCH, Periodic
 from .schedule.pipelines import ScheduledPipeline
 from .schedule.triggers import Trigger
@@ -124,7 +124,8 @@ class App:
         current_limit: int | None = None,
         backfill_limit: int = 1_000,
         catch_up: int = 1,
-        deadline: timedelta | float = 1.0,
+        deadline: timedelta | None = None,
+        deadline_fraction: float | None = None,
         max_attempts: int = 3,
         batch_size: int | None = None,
         scheme_changes: Iterable[SchemeChange] = (),
@@ -150,6 +151,7 @@ class App:
                     backfill_limit=backfill_limit,
                     catch_up=catch_up,
                     deadline=deadline,
+                    deadline_fraction=deadline_fraction,
                     max_attempts=max_attempts,
                     batch_size=batch_size,
                     scheme_changes=tuple(scheme_changes),

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Protocol, runtime_checkable
 
 from .errors import InvalidInput
 from .limits import TIME_MAX, check_time
 
-__all__ = ["Clock", "SystemClock", "VirtualClock", "ensure_aware", "to_seconds"]
+__all__ = ["Clock", "SystemClock", "VirtualClock", "Wake", "ensure_aware", "to_seconds", "to_timedelta"]
+
+#: Blocks for up to the seconds it is given, returning early when something happened (new work, a stop).
+Wake = Callable[[float], object]
 
 
 def to_seconds(value: float | timedelta) -> float:
@@ -25,6 +29,19 @@ def to_seconds(value: float | timedelta) -> float:
     if isinstance(value, timedelta):
         return value.total_seconds()
     return float(value)
+
+
+def to_timedelta(value: float | timedelta, what: str) -> timedelta:
+    """A duration given as a ``timedelta`` or a number of seconds, as a ``timedelta``.
+
+    The Python API takes durations as ``timedelta`` (ARCHITECTURE.md, "Durations"); a plain number is
+    read as seconds at the boundary, and anything else is an ``InvalidInput`` naming ``what``.
+    """
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(f"{what} must be a timedelta or a number of seconds, got {value!r}")
+    return timedelta(seconds=value)
 
 
 def ensure_aware(moment: datetime, what: str = "time") -> datetime:
@@ -53,6 +70,12 @@ class Clock(Protocol):
         """Wait ``seconds`` (a virtual clock advances instead of waiting)."""
         ...
 
+    def wait(self, seconds: float, wake: Wake) -> None:
+        """Wait idle for up to ``seconds``, or until ``wake`` (which blocks the real time it is given)
+        returns early: the real clock lets ``wake`` block, a virtual one moves its time on at once
+        (no other thread's work can arrive in virtual time, and a replay must not stall)."""
+        ...
+
 
 class SystemClock:
     """The real clock of the machine."""
@@ -66,6 +89,9 @@ class SystemClock:
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
             time.sleep(seconds)
+
+    def wait(self, seconds: float, wake: Wake) -> None:
+        wake(seconds)
 
     def __repr__(self) -> str:
         return "SystemClock()"
@@ -120,6 +146,9 @@ class VirtualClock:
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
             self.advance(seconds)
+
+    def wait(self, seconds: float, wake: Wake) -> None:
+        self.sleep(seconds)
 
     def __repr__(self) -> str:
         return f"VirtualClock({self.now().isoformat()})"

@@ -45,7 +45,7 @@ app = App("service-tests")
     source=IterableSource(range(RECORDS)),
     catch_up=int(_number("VT_CATCH_UP", 1)),
     backfill_limit=int(_number("VT_BACKFILL", 10_000)),
-    deadline=1.0,
+    deadline_fraction=1.0,
     # The windows are seconds long and these tests are about firing and recovery, not the window stop.
     deadline_grace=timedelta(seconds=PERIOD_S),
     # A killed worker's record claims must lapse within the period (as the worker's 2 s item lease

@@ -45,3 +45,27 @@ def test_system_clock_is_aware_and_monotonic() -> None:
     clock = SystemClock()
     assert clock.now().tzinfo is not None
     assert clock.monotonic() <= clock.monotonic()
+
+
+def test_to_timedelta_reads_numbers_as_seconds_and_refuses_anything_else() -> None:
+    from vardiya.clock import to_timedelta
+
+    assert to_timedelta(timedelta(minutes=2), "lease") == timedelta(minutes=2)
+    assert to_timedelta(1.5, "lease") == timedelta(seconds=1.5)
+    for bad in ("30", True, None):
+        with pytest.raises(InvalidInput, match="lease must be a timedelta or a number of seconds"):
+            to_timedelta(bad, "lease")  # type: ignore[arg-type]
+
+
+def test_a_virtual_clock_waits_by_moving_on_and_never_calls_the_wake() -> None:
+    clock = VirtualClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
+    woken: list[float] = []
+    clock.wait(90, woken.append)
+    assert clock.now() == datetime(2026, 1, 1, 0, 1, 30, tzinfo=timezone.utc)
+    assert woken == []
+
+
+def test_the_system_clock_waits_by_letting_the_wake_block() -> None:
+    woken: list[float] = []
+    SystemClock().wait(0.25, woken.append)
+    assert woken == [0.25]

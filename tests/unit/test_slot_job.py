@@ -101,3 +101,66 @@ def test_defaults_of_a_change_follow_the_job() -> None:
     # Only the runs: spread over the new window.
     runs_only = _seed_job(SchemeChange(effective_from=SWITCH, scheme=SlotScheme(slots=48), runs_per_slot=3))
     assert runs_only.runs_at(SWITCH).offsets == (timedelta(0), timedelta(minutes=10), timedelta(minutes=20))
+
+
+# -- the deadline: a duration or a fraction of the slot window, said one way ----------------------------
+
+START = datetime(2026, 3, 1, 3, 1, tzinfo=UTC)
+
+
+def _position(job: SlotJob):  # type: ignore[no-untyped-def]
+    return job.scheme.locate(START)
+
+
+@pytest.mark.parametrize(
+    ("settings", "after"),
+    [
+        ({}, timedelta(hours=1)),  # the default: the whole window
+        ({"deadline_fraction": 0.9}, timedelta(minutes=54)),
+        ({"deadline_fraction": 1}, timedelta(hours=1)),
+        ({"deadline": timedelta(minutes=40)}, timedelta(minutes=40)),
+        ({"deadline": 1}, timedelta(seconds=1)),  # whole seconds are a duration, as they always were
+    ],
+)
+def test_a_deadline_is_a_duration_or_a_fraction_of_the_window(settings: dict, after: timedelta) -> None:  # type: ignore[type-arg]
+    job = _seed_job(**settings)
+    assert job.deadline_at(_position(job), START) == START + after
+
+
+@pytest.mark.parametrize(
+    ("settings", "fragment"),
+    [
+        ({"deadline": 0.9}, "deadline=0.9 is ambiguous; write deadline_fraction=0.9"),
+        ({"deadline": 1.0}, "write deadline_fraction=1.0 for a fraction of the slot window"),
+        ({"deadline": timedelta(minutes=5), "deadline_fraction": 0.5}, "not both"),
+        ({"deadline_fraction": 0}, "deadline_fraction must be in (0, 1]"),
+        ({"deadline_fraction": 1.5}, "deadline_fraction must be in (0, 1]"),
+        ({"deadline_fraction": True}, "deadline_fraction must be in (0, 1]"),
+        ({"deadline": timedelta(0)}, "deadline must be longer than 0"),
+        ({"deadline": -3}, "deadline must be longer than 0"),
+    ],
+)
+def test_an_ambiguous_or_bad_deadline_is_refused_with_the_spelling_to_use(settings: dict, fragment: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ConfigurationError, match="nightly_users") as raised:
+        _seed_job(**settings)
+    assert fragment in str(raised.value)
+
+
+def test_a_deadline_that_is_not_a_duration_is_refused() -> None:
+    from vardiya.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="deadline must be a timedelta or a number of seconds, got '5 min'"):
+        _seed_job(deadline="5 min")
+
+
+def test_the_app_decorator_takes_either_spelling_and_a_replace_can_swap_them() -> None:
+    import dataclasses
+
+    app = App("a")
+    app.slot_job("j", scheme=SlotScheme(slots=24), source=IterableSource(range(3)), deadline_fraction=0.5)(
+        lambda record: None
+    )
+    job = app.get_slot_job("j")
+    assert job.deadline_at(_position(job), START) == START + timedelta(minutes=30)
+    swapped = dataclasses.replace(job, deadline=timedelta(minutes=2), deadline_fraction=None)
+    assert swapped.deadline_at(_position(swapped), START) == START + timedelta(minutes=2)

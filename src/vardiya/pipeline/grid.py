@@ -27,7 +27,7 @@ from types import MappingProxyType
 from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import InvalidInput
-from ..slots.chart import format_number, svg_text, write_svg
+from ..svg import format_number, svg_text, write_svg
 from .graph import TaskGraph
 from .partitions import PartitionKind
 

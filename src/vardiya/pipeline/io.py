@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, InvalidInput, UndeclaredRead
-from ..slots.sinks import atomic_write
+from ..files import atomic_write
 from .graph import TaskGraph, task_name
 from .mapping import MappingKind, PartitionMapping
 from .partitions import Unpartitioned

@@ -2,7 +2,7 @@
 every schedule. Pure: nothing here reads a clock or a store (the scheduler in ``vardiya.service`` does).
 """
 
-from .catchup import CatchUpPolicy, Decision, decide
+from ..catchup import CatchUpPolicy, Decision, decide
 from .periodic import Periodic
 from .triggers import Cron, DataArrival, PeriodClose, Trigger, Upstream
 

@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo
 from ..errors import ConfigurationError
 from ..limits import check_name
 from ..slots.scheme import describe_duration
-from .catchup import CatchUpPolicy
+from ..catchup import CatchUpPolicy
 from .plan import SERVICE_ATTEMPTS, Firing, planned_key, utc
 from .triggers import Cron, check_zone
 

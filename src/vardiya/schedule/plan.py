@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
-from .catchup import CatchUpPolicy
+from ..catchup import CatchUpPolicy
 from .triggers import Cron, PeriodClose, partition_at, partition_window
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from cronsim import CronSim, CronSimError
 from ..errors import ConfigurationError
 from ..limits import check_name
 from ..pipeline.partitions import PartitionKind, PartitionSet
-from .catchup import CatchUpPolicy
+from ..catchup import CatchUpPolicy
 
 __all__ = [
     "Cron",

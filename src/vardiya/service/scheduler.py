@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, SystemClock
 from ..errors import ConfigurationError
-from ..schedule.catchup import decide
+from ..catchup import decide
 from ..schedule.periodic import PeriodicSchedule
 from ..schedule.plan import Firing, TickSchedule, TimeSchedule, TriggerSchedule
 from ..schedule.triggers import Cron, DataArrival, PeriodClose, Upstream

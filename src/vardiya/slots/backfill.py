@@ -107,7 +107,8 @@ def backfill(
     if dry_run or not before.total:
         return BackfillReport(before=before, dry_run=dry_run)
     sweep = replace(
-        job, current_limit=None, backfill_limit=_NO_CAP, catch_up=0, deadline=_NO_DEADLINE, max_attempts=_NO_CAP
+        job, current_limit=None, backfill_limit=_NO_CAP, catch_up=0, deadline=_NO_DEADLINE,
+        deadline_fraction=None, max_attempts=_NO_CAP
     )
     tick = run_tick(store, sweep, _last_window_start(job, period), clock=clock, timer=timer, within_window=False)
     return BackfillReport(before=before, dry_run=False, tick=tick, after=not_done(store, job, period, now))

@@ -10,7 +10,6 @@ the panel's plot height: heights are proportional to values.
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
 from collections.abc import Collection, Mapping, Sequence
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import InvalidInput
-from .sinks import atomic_write
+from ..svg import check_chart_path, format_number, svg_text, write_svg
 
 if TYPE_CHECKING:
     from .report import LedgerReport
@@ -45,12 +44,6 @@ _LABEL_WIDTH = 26  # horizontal room one slot number needs
 _TICKS = 5
 
 
-def format_number(value: float) -> str:
-    """A coordinate with at most two decimals and no trailing zeros."""
-    text = f"{value:.2f}".rstrip("0").rstrip(".")
-    return "0" if text in ("", "-0") else text
-
-
 def _axis(maximum: float) -> tuple[float, list[float]]:
     """A round axis top at or above ``maximum`` and its tick values, starting at 0."""
     if maximum <= 0:
@@ -67,14 +60,6 @@ def _tick_text(value: float, step: float) -> str:
         return f"{value:,.0f}"
     decimals = max(0, math.ceil(-math.log10(step))) + 1
     return f"{value:,.{decimals}f}"
-
-
-def svg_text(x: float, y: float, content: str, **attributes: str) -> str:
-    # Python names stand for SVG ones: class_ is class, text_anchor is text-anchor.
-    extra = "".join(
-        f" {name.rstrip('_').replace('_', '-')}={quoteattr(value)}" for name, value in attributes.items()
-    )
-    return f'<text x="{format_number(x)}" y="{format_number(y)}"{extra}>{escape(content)}</text>'
 
 
 def _checked(labels: Sequence[str], series: Mapping[str, Sequence[float]]) -> dict[str, list[float]]:
@@ -201,41 +186,6 @@ def report_chart_svg(report: LedgerReport) -> str:
     )
 
 
-def check_chart_path(path: str | os.PathLike[str]) -> str:
-    """The format a chart path asks for, ``svg`` or ``png``; anything else is a clear error.
-
-    PNG needs the optional ``cairosvg`` package; without it this says to write .svg instead. Call it
-    before doing the work, so a bad path fails first.
-    """
-    suffix = Path(path).suffix.lower()
-    if suffix == ".svg":
-        return "svg"
-    if suffix == ".png":
-        try:
-            importlib.import_module("cairosvg")
-        except ImportError:
-            raise InvalidInput(
-                f"cannot write {os.fspath(path)}: PNG needs the cairosvg package, which is not installed; "
-                "write an .svg file instead (or pip install cairosvg)"
-            ) from None
-        return "png"
-    raise InvalidInput(f"cannot write a chart to {os.fspath(path)}: use a file name ending in .svg or .png")
-
-
 def write_chart(path: str | os.PathLike[str], report: LedgerReport) -> Path:
     """Write the report's chart to ``path`` (.svg, or .png with cairosvg) atomically; returns the path."""
     return write_svg(path, report_chart_svg(report))
-
-
-def write_svg(path: str | os.PathLike[str], svg: str) -> Path:
-    """Write a picture to ``path`` atomically: .svg as is, .png through cairosvg; returns the path.
-
-    Any other suffix, or .png without cairosvg, is an ``InvalidInput`` that says to write .svg.
-    """
-    chart_format = check_chart_path(path)
-    if chart_format == "png":
-        cairosvg = importlib.import_module("cairosvg")
-        atomic_write(path, cairosvg.svg2png(bytestring=svg.encode("utf-8")))
-    else:
-        atomic_write(path, svg)
-    return Path(path)

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..clock import ensure_aware
-from ..errors import ConfigurationError, InvalidInput
+from ..catchup import CatchUpPolicy
+from ..clock import ensure_aware, to_timedelta
+from ..errors import ConfigurationError
 from ..limits import check_name
-from ..schedule.catchup import CatchUpPolicy
 from ..sla import check_sla
 from .scheme import Period, SlotPosition, SlotScheme, describe_duration
 
@@ -106,7 +106,7 @@ def _run_times(
         where = f"the {scheme.slots}-slot scheme"
     else:
         where = f"the {scheme.slots}-slot scheme from {scheme.period_of(effective_from).key}"
-    given = None if offsets is None else tuple(_duration(o, "an offset") for o in offsets)
+    given = None if offsets is None else tuple(to_timedelta(o, "an offset") for o in offsets)
     if runs_per_slot is None:
         runs_per_slot = len(given) if given else default[0]
         if given is None:
@@ -141,14 +141,6 @@ def _accepts_context(handler: Callable[..., Any]) -> bool:
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
-def _duration(value: timedelta | float | int, what: str) -> timedelta:
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidInput(f"{what} must be a timedelta or a number of seconds, got {value!r}")
-    return timedelta(seconds=value)
-
-
 @dataclass(frozen=True, kw_only=True)
 class SlotJob:
     """A periodic job whose records are spread over the slots of a scheme.
@@ -161,9 +153,11 @@ class SlotJob:
       the first is a compensation run that only sees records that are not done.
     - ``current_limit`` caps the records started for the tick's own slot; ``backfill_limit`` caps the
       backlog after it (earlier slots of the period and of ``catch_up`` earlier periods), oldest first.
-    - ``deadline``: no record is started later than this after the tick started; a float in (0, 1]
-      is a fraction of the slot window. It counts from the start, not the planned time, so a tick
-      that starts late still does its slot's work; what is left goes to the next tick.
+    - ``deadline`` (a ``timedelta``, or whole seconds) or ``deadline_fraction`` (in (0, 1] of the
+      slot window; the default is 1.0, the whole window): no record is started later than this after
+      the tick started. It counts from the start, not the planned time, so a tick that starts late
+      still does its slot's work; what is left goes to the next tick. Give one of the two; a float
+      ``deadline`` is refused because it once meant a fraction.
     - ``deadline_grace`` (default 0): nor is any record started after the end of the window of the
       slot the tick was planned for plus this grace, however late the tick started: a late :31 run
       never runs into the next slot's runs. The earlier of the two ends the tick.
@@ -190,7 +184,8 @@ class SlotJob:
     current_limit: int | None = None
     backfill_limit: int = 1_000
     catch_up: int = 1
-    deadline: timedelta | float = 1.0
+    deadline: timedelta | None = None
+    deadline_fraction: float | None = None
     max_attempts: int = 3
     batch_size: int | None = None
     scheme_changes: tuple[SchemeChange, ...] = ()
@@ -219,14 +214,8 @@ class SlotJob:
         explicit = tuple(self.offsets) or None
         own = _run_times(self.name, self.scheme, self.runs_per_slot, explicit, default=(self.runs_per_slot, None))
         object.__setattr__(self, "offsets", own.offsets)
-        deadline = self.deadline
-        if isinstance(deadline, float) and not 0 < deadline <= 1:
-            raise ConfigurationError(
-                f"job {self.name!r}: a fractional deadline must be in (0, 1] of the slot window, got {deadline}"
-            )
-        if isinstance(deadline, (timedelta, int)) and _duration(deadline, "deadline") <= timedelta(0):
-            raise ConfigurationError(f"job {self.name!r}: deadline must be longer than 0, got {deadline!r}")
-        grace, lease = _duration(self.deadline_grace, "deadline_grace"), _duration(self.claim_lease, "claim_lease")
+        self._check_deadline()
+        grace, lease = to_timedelta(self.deadline_grace, "deadline_grace"), to_timedelta(self.claim_lease, "claim_lease")
         if grace < timedelta(0):
             raise ConfigurationError(f"job {self.name!r}: deadline_grace must not be negative, got {grace}")
         if lease <= timedelta(0):
@@ -326,11 +315,36 @@ class SlotJob:
         last = self.scheme_for(period).period_after(period, max(0, self.backlog_reach))
         return last.end
 
+    def _check_deadline(self) -> None:
+        """One deadline, said one way: a duration or a fraction of the slot window, never a guess."""
+        deadline, fraction = self.deadline, self.deadline_fraction
+        if deadline is not None and fraction is not None:
+            raise ConfigurationError(
+                f"job {self.name!r}: give deadline (a duration) or deadline_fraction (of the slot window), not both"
+            )
+        if isinstance(deadline, float):
+            raise ConfigurationError(
+                f"job {self.name!r}: deadline={deadline!r} is ambiguous; write deadline_fraction={deadline!r} "
+                f"for a fraction of the slot window, or deadline=timedelta(seconds={deadline!r}) for a duration"
+            )
+        if deadline is not None:
+            duration = to_timedelta(deadline, f"job {self.name!r}: deadline")
+            if duration <= timedelta(0):
+                raise ConfigurationError(f"job {self.name!r}: deadline must be longer than 0, got {deadline!r}")
+            object.__setattr__(self, "deadline", duration)
+        if fraction is not None and (
+            isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction <= 1
+        ):
+            raise ConfigurationError(
+                f"job {self.name!r}: deadline_fraction must be in (0, 1] of the slot window, got {fraction!r}"
+            )
+
     def deadline_at(self, position: SlotPosition, started_at: datetime) -> datetime:
         """The instant after which a tick that started at ``started_at`` starts no new record."""
-        if isinstance(self.deadline, float):
-            return started_at + self.scheme_for(position.period).window_length * self.deadline
-        return started_at + _duration(self.deadline, "deadline")
+        if self.deadline is not None:
+            return started_at + self.deadline
+        fraction = 1.0 if self.deadline_fraction is None else self.deadline_fraction
+        return started_at + self.scheme_for(position.period).window_length * fraction
 
     def window_closes_at(self, position: SlotPosition) -> datetime:
         """The instant after which no tick planned in ``position`` starts a record: its window's end plus the grace."""

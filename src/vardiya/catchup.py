@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..errors import ConfigurationError
+from .errors import ConfigurationError
 
 __all__ = ["CatchUpPolicy", "Decision", "decide"]
 
