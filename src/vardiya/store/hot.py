@@ -37,7 +37,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..clock import ensure_aware
-from .records import CLAIM_ROW_FIELDS, WorkItem, claim_tail, claimed_items, record_key
+from .records import CLAIM_ROW_FIELDS, ItemState, WorkItem, claim_tail, claimed_items, record_key
 from .url import Backend
 
 if TYPE_CHECKING:
@@ -64,43 +64,49 @@ if tuple(field for field, _column in _SQLITE_CLAIMED) != CLAIM_ROW_FIELDS:
     raise ImportError(f"hot.py's claim reads {_SQLITE_CLAIMED}; records.CLAIM_ROW_FIELDS is {CLAIM_ROW_FIELDS}")
 _SQLITE_CLAIMED_COLUMNS = ", ".join(column for _field, column in _SQLITE_CLAIMED)
 
+# The state names the statements write and read, spelled by the Enum (fixed texts, never parameters:
+# the partial indexes' predicates name the states, and a bound state would not match them).
+_PENDING, _FAILED = f"'{ItemState.PENDING.value}'", f"'{ItemState.FAILED.value}'"
+_RUNNING, _SUCCEEDED = f"'{ItemState.RUNNING.value}'", f"'{ItemState.SUCCEEDED.value}'"
+_READY = f"state IN ({_PENDING}, {_FAILED})"
+
 _SQLITE_READY = f"""
 SELECT {_SQLITE_CLAIMED_COLUMNS} FROM work_items INDEXED BY ix_work_items_ready
- WHERE state IN ('pending', 'failed') AND run_after <= ?{{kinds}}
+ WHERE {_READY} AND run_after <= ?{{kinds}}
  ORDER BY run_after, id LIMIT ?
 """
 
 # ``started``: the first items of the claim are marked started by the claim itself (see
 # ``WorkItems.claim``), the rest not; a claim of more items than that runs this statement twice.
-_SQLITE_TAKE = """
+_SQLITE_TAKE = f"""
 UPDATE work_items
-   SET state = 'running', started = ?, lease_owner = ?, lease_until = ?, claimed_at = ?,
+   SET state = {_RUNNING}, started = ?, lease_owner = ?, lease_until = ?, claimed_at = ?,
        attempts = attempts + 1, updated_at = ?
- WHERE id IN ({marks})
+ WHERE id IN ({{marks}})
 """
 
 # Mark held items started (``WorkItems.start``): a worker reaching its prefetched items.
-_SQLITE_START = """
-UPDATE work_items SET started = 1 WHERE id IN ({marks}) AND state = 'running' AND lease_owner = ?
+_SQLITE_START = f"""
+UPDATE work_items SET started = 1 WHERE id IN ({{marks}}) AND state = {_RUNNING} AND lease_owner = ?
 """
-_POSTGRES_START = """
-UPDATE work_items SET started = true WHERE id = ANY(%s) AND state = 'running' AND lease_owner = %s
+_POSTGRES_START = f"""
+UPDATE work_items SET started = true WHERE id = ANY(%s) AND state = {_RUNNING} AND lease_owner = %s
 """
 
 # records.CLAIM_ROW_FIELDS (attempts as the UPDATE left it); the payload comes back as text, decoded
 # when the WorkItem's payload is first read. The first items in claim order are marked started (a
 # window function cannot sit in the locking SELECT, hence the second step).
-_POSTGRES_CLAIM = """
+_POSTGRES_CLAIM = f"""
 WITH picked AS (
     SELECT id, run_after FROM work_items
-     WHERE state IN ('pending', 'failed') AND run_after <= %s{kinds}
+     WHERE {_READY} AND run_after <= %s{{kinds}}
      ORDER BY run_after, id LIMIT %s
        FOR UPDATE SKIP LOCKED
 ), ranked AS (
     SELECT id, row_number() OVER (ORDER BY run_after, id) AS n FROM picked
 )
 UPDATE work_items AS w
-   SET state = 'running', started = ranked.n <= %s, lease_owner = %s, lease_until = %s, claimed_at = %s,
+   SET state = {_RUNNING}, started = ranked.n <= %s, lease_owner = %s, lease_until = %s, claimed_at = %s,
        attempts = w.attempts + 1, updated_at = %s
   FROM ranked
  WHERE w.id = ranked.id
@@ -108,34 +114,34 @@ RETURNING w.id, w.kind, w.key, w.payload::text, w.attempts, w.max_attempts, w.ru
           w.last_error
 """
 
-_SQLITE_COMPLETE = """
-UPDATE work_items SET state = 'succeeded', lease_until = NULL, updated_at = ?
- WHERE id IN ({marks}) AND state = 'running' AND lease_owner = ?{returning}
+_SQLITE_COMPLETE = f"""
+UPDATE work_items SET state = {_SUCCEEDED}, lease_until = NULL, updated_at = ?
+ WHERE id IN ({{marks}}) AND state = {_RUNNING} AND lease_owner = ?{{returning}}
 """
 
 # The ids go in ascending, so the rows are locked in id order, as a heartbeat's ``IN`` list locks them
 # (a reap skips locked rows): two updates of the same rows never wait for each other in a cycle.
-_POSTGRES_COMPLETE = """
-UPDATE work_items SET state = 'succeeded', lease_until = NULL, updated_at = %s
- WHERE id = ANY(%s) AND state = 'running' AND lease_owner = %s
+_POSTGRES_COMPLETE = f"""
+UPDATE work_items SET state = {_SUCCEEDED}, lease_until = NULL, updated_at = %s
+ WHERE id = ANY(%s) AND state = {_RUNNING} AND lease_owner = %s
 RETURNING id
 """
 
 # A completion that also stores each item's handler busy time and result (JSON text; NULL keeps what
 # the row has): a successful async call is told by its item, not by a call-log row (migration 0006).
-_POSTGRES_COMPLETE_TIMED = """
-UPDATE work_items AS w SET state = 'succeeded', lease_until = NULL, updated_at = %s, busy_ms = v.busy,
+_POSTGRES_COMPLETE_TIMED = f"""
+UPDATE work_items AS w SET state = {_SUCCEEDED}, lease_until = NULL, updated_at = %s, busy_ms = v.busy,
        result = coalesce(v.result, w.result)
   FROM unnest(%s::bigint[], %s::float8[], %s::jsonb[]) AS v (id, busy, result)
- WHERE w.id = v.id AND w.state = 'running' AND w.lease_owner = %s
+ WHERE w.id = v.id AND w.state = {_RUNNING} AND w.lease_owner = %s
 RETURNING w.id
 """
 
-_SQLITE_COMPLETE_TIMED = """
-UPDATE work_items SET state = 'succeeded', lease_until = NULL, updated_at = ?, busy_ms = v.column2,
+_SQLITE_COMPLETE_TIMED = f"""
+UPDATE work_items SET state = {_SUCCEEDED}, lease_until = NULL, updated_at = ?, busy_ms = v.column2,
        result = coalesce(v.column3, work_items.result)
-  FROM (VALUES {rows}) AS v
- WHERE work_items.id = v.column1 AND work_items.state = 'running' AND work_items.lease_owner = ?{returning}
+  FROM (VALUES {{rows}}) AS v
+ WHERE work_items.id = v.column1 AND work_items.state = {_RUNNING} AND work_items.lease_owner = ?{{returning}}
 """
 
 # A bulk enqueue, the items given as (kind, key, payload JSON text, max_attempts, run_after) rows or,
@@ -145,15 +151,15 @@ UPDATE work_items SET state = 'succeeded', lease_until = NULL, updated_at = ?, b
 # inserted only for a key that was new, with the id its key row took (migration 0007). The new items
 # come back as (kind, key, id).
 _ENQUEUE_COLUMNS = "kind, key, payload, state, attempts, max_attempts, run_after, created_at, updated_at"
-_POSTGRES_ENQUEUE = """
-WITH given AS ({given}), fresh AS (
+_POSTGRES_ENQUEUE = f"""
+WITH given AS ({{given}}), fresh AS (
     INSERT INTO work_item_keys (kind, key, item_id)
     SELECT given.kind, given.key, nextval('work_items_id_seq') FROM given
     ON CONFLICT DO NOTHING
     RETURNING kind, key, item_id
 )
-INSERT INTO work_items (id, {columns})
-SELECT fresh.item_id, fresh.kind, fresh.key, given.payload::jsonb, 'pending', 0, given.max_attempts,
+INSERT INTO work_items (id, {{columns}})
+SELECT fresh.item_id, fresh.kind, fresh.key, given.payload::jsonb, {_PENDING}, 0, given.max_attempts,
        given.run_after, %s, %s
   FROM fresh JOIN given ON given.kind = fresh.kind AND given.key = fresh.key
 RETURNING kind, key, id
@@ -166,13 +172,13 @@ _POSTGRES_ENQUEUE_ROWS = _POSTGRES_ENQUEUE.format(
 _POSTGRES_ENQUEUE_KIND = _POSTGRES_ENQUEUE.format(
     columns=_ENQUEUE_COLUMNS,
     given="SELECT %s::text AS kind, t.key, t.payload, %s::int AS max_attempts, %s::timestamptz AS run_after"
-    " FROM unnest(%s::text[], %s::text[]) AS t (key, payload)",
+    " FROM unnest(%b::text[], %b::text[]) AS t (key, payload)",
 )
 # SQLite runs one write transaction at a time: within it, a key absent from work_item_keys stays absent
 # until this transaction adds it, so the check and the two inserts need no ON CONFLICT.
 _SQLITE_ENQUEUE = f"""
 INSERT INTO work_items ({_ENQUEUE_COLUMNS})
-SELECT column1, column2, column3, 'pending', 0, column4, column5, ?, ? FROM ({{given}}) AS v
+SELECT column1, column2, column3, {_PENDING}, 0, column4, column5, ?, ? FROM ({{given}}) AS v
  WHERE NOT EXISTS (SELECT 1 FROM work_item_keys AS k WHERE k.kind = v.column1 AND k.key = v.column2)
 RETURNING kind, key, id
 """

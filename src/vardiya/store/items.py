@@ -165,10 +165,33 @@ class WorkItems(ItemReads):
         quarter slower afterwards (measured, not explained). ``wake``: on PostgreSQL, NOTIFY idle
         workers in each chunk's own transaction.
         """
+        pairs = checked_payloads(kind, items)
+        return self.enqueue_texts_ids(
+            kind, pairs, max_attempts=max_attempts, run_after=run_after, chunk_size=chunk_size, wake=wake
+        )
+
+    def enqueue_texts_ids(
+        self,
+        kind: str,
+        pairs: Sequence[tuple[str, str]],
+        *,
+        max_attempts: int = 3,
+        run_after: datetime | None = None,
+        chunk_size: int = 2_000,
+        wake: bool = False,
+    ) -> dict[str, int]:
+        """``enqueue_many_ids`` of (key, payload JSON text) pairs whose keys and texts are checked already
+        (``item_checks.check_payload``, or ``Invoker``'s call payloads): each payload is encoded once,
+        by its check. A key given twice keeps its first payload."""
+        check_kind(kind)
         check_max_attempts(max_attempts)
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
-        pairs = checked_payloads(kind, items)
+        if len(dict(pairs)) != len(pairs):
+            first: dict[str, str] = {}
+            for key, text in pairs:
+                first.setdefault(key, text)
+            pairs = list(first.items())
         ids: dict[str, int] = {}
         for start in range(0, len(pairs), chunk_size):
             with self._store.transaction() as connection:

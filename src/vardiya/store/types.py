@@ -21,9 +21,14 @@ __all__ = [
 ]
 
 
+# One encoder for every call: ``json.dumps`` with options builds a new encoder each time, which was a
+# fifth of a bulk submit's Python (benchmarks/README.md, bench_enqueue).
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
 def dumps_json(value: Any) -> str:
     """The one JSON encoding of the store: compact, keys kept in the caller's order."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _ENCODE(value)
 
 
 # An escaped NUL is ``\u0000`` after an even number of backslashes (an odd one makes it the text
