@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from vardiya.examples.nightly_users import JOB, create_users_db
-from vardiya.slots import sinks
+from vardiya import files
 from vardiya.slots.runner import run_tick
 from vardiya.slots.sinks import atomic_write, output_path
 from vardiya.store import LedgerRow, LedgerStatus, open_store
@@ -199,7 +199,7 @@ def test_crash_inside_atomic_write_leaves_no_partial_file(
         reached.append(temporaries[0])
         raise SimulatedCrash(f"simulated crash at os.{step}")
 
-    monkeypatch.setattr(sinks.os, step, crash)
+    monkeypatch.setattr(files.os, step, crash)
     with pytest.raises(SimulatedCrash):
         atomic_write(target, new, durable=durable)
     monkeypatch.undo()
