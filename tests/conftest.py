@@ -83,10 +83,17 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _truncate(url: str) -> None:
+    """Empty vardiya's tables of the session's PostgreSQL database, and drop every other table an
+    earlier test left there (a sink's own table, such as the worker-process tests' ``downstream``), so
+    each test starts from exactly the migrated schema, as a fresh SQLite store does."""
     engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
     with engine.begin() as connection:
         names = ", ".join(table.name for table in metadata.sorted_tables)
         connection.exec_driver_sql(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+        ours = set(metadata.tables) | {"alembic_version"}
+        for name in sa.inspect(connection).get_table_names():
+            if name not in ours:
+                connection.exec_driver_sql(f'DROP TABLE "{name}" CASCADE')
     engine.dispose()
 
 

@@ -7,7 +7,6 @@ policy decides what fires after downtime; a worker calls the function with the p
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -19,13 +18,11 @@ from vardiya.schedule.plan import planned_key
 from vardiya.service.scheduler import Scheduler
 from vardiya.store import ItemState, Store, open_store
 
+from ..support.schedulers import at, step_together
+
 DAY1 = datetime(2026, 12, 1, tzinfo=timezone.utc)
 MINUTE = timedelta(minutes=1)
 ISTANBUL = ZoneInfo("Europe/Istanbul")
-
-
-def at(clock: VirtualClock, moment: datetime) -> None:
-    clock.advance(moment - clock.now())
 
 
 def keys(store: Store, kind: str) -> list[str]:
@@ -74,22 +71,9 @@ def test_two_schedulers_on_two_connections_enqueue_each_planned_time_once(store_
     try:
         schedulers = [Scheduler(one, app, owner=f"s{n}") for n, one in enumerate(stores)]
         fired: list[str] = []
-        lock = threading.Lock()
         for minute in range(0, 61, 5):
             at(clock, DAY1 + MINUTE * minute + timedelta(seconds=1))
-            barrier = threading.Barrier(2)
-
-            def step(scheduler: Scheduler, barrier: threading.Barrier = barrier) -> None:
-                barrier.wait()
-                report = scheduler.step()
-                with lock:
-                    fired.extend(firing.key for firing in report.fired)
-
-            threads = [threading.Thread(target=step, args=(scheduler,)) for scheduler in schedulers]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            fired.extend(step_together(schedulers))
         expected = [planned_key(DAY1 + MINUTE * minute) for minute in range(0, 61, 5)]
         assert sorted(fired) == expected  # each new item reported by exactly one scheduler
         assert keys(stores[0], "periodic:refresh") == expected

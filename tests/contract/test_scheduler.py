@@ -7,7 +7,6 @@ fires nothing twice and one stepping forwards loses nothing. Workers then run th
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -22,6 +21,8 @@ from vardiya.slots.runner import planned_ticks
 from vardiya.slots.scheme import SlotScheme
 from vardiya.slots.sources import IterableSource
 from vardiya.store import ItemState, LedgerStatus, Store, open_store
+
+from ..support.schedulers import at, step_together
 
 DAY1 = datetime(2026, 12, 1, tzinfo=timezone.utc)
 HOUR = timedelta(hours=1)
@@ -43,11 +44,6 @@ def hourly_app(policy: CatchUpPolicy | None = None, *, slots: int = 24, catch_up
 
 def tick_keys(store: Store) -> list[str]:
     return sorted(item.key for item in store.items.list(kind="tick:hourly", limit=100_000))
-
-
-def at(clock: VirtualClock, moment: datetime) -> None:
-    """Move the clock forwards to ``moment`` (as time passes: monotonic time moves too)."""
-    clock.advance(moment - clock.now())
 
 
 def test_a_new_job_fires_the_latest_tick_of_its_period_then_every_tick_on_time(store: Store, clock: VirtualClock) -> None:
@@ -81,22 +77,9 @@ def test_two_schedulers_on_two_connections_enqueue_each_tick_once(store_url: str
     try:
         schedulers = [Scheduler(one, app, owner=f"s{n}") for n, one in enumerate(stores)]
         fired: list[str] = []
-        lock = threading.Lock()
         for hour in range(1, 13):
             at(clock, DAY1 + HOUR * hour)
-            barrier = threading.Barrier(2)
-
-            def step(scheduler: Scheduler) -> None:
-                barrier.wait()
-                report = scheduler.step()
-                with lock:
-                    fired.extend(firing.key for firing in report.fired)
-
-            threads = [threading.Thread(target=step, args=(scheduler,)) for scheduler in schedulers]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            fired.extend(step_together(schedulers))
         # the first step of a new job fires the latest due tick (01:00); 00:00 came before its first start,
         # so it is not counted as passed by
         expected = [planned_key(DAY1 + HOUR * hour) for hour in range(1, 13)]

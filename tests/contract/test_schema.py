@@ -19,11 +19,6 @@ def _declared_for(dialect: str) -> Callable[..., bool]:
     (sqlalchemy/alembic#1491): a constraint declared for another dialect is not expected here."""
 
     def include(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
-        if type_ == "table" and reflected and compare_to is None and dialect == "postgresql":
-            # The PostgreSQL database is shared by the session's tests, and a sink may write its own
-            # table into it (the worker-process tests' `downstream`): the user's, not vardiya's. The
-            # SQLite store is fresh for each test, so there an undeclared table is still a difference.
-            return False
         declared = obj if not reflected else compare_to
         condition = getattr(declared, "_ddl_if", None)
         if condition is None or condition.dialect is None:

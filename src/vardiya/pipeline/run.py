@@ -53,7 +53,7 @@ from ..tracebacks import format_traceback
 from .graph import TaskGraph, build_graph
 from .impact import descendants
 from .io import Read, TaskContext, UndeclaredReadWarning, publish, task_output_path
-from .partitions import Unpartitioned
+from .selection import in_range, partition_range, plan_tasks
 from .stages import Pipeline, Stage
 from .state import AttemptEnd, PipelineState, TaskRecord
 
@@ -66,7 +66,6 @@ __all__ = ["Progress", "RunMode", "RunResult", "backfill", "rerun", "resume", "r
 Progress = Callable[[int, int], None]
 
 DRILL = "injected failure (drill)"
-_SHOWN = 5  # how many tasks a refusal names before it says how many more
 
 
 class RunMode(StrEnum):
@@ -125,41 +124,6 @@ def _names(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
-def _partition_range(value: tuple[str, str] | str | None) -> tuple[str, str] | None:
-    """``("2026-03", "2026-05")``, ``"2026-03..2026-05"`` or ``"2026-03"`` as (first, last)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        first, separator, last = value.partition("..")
-        return (first, last) if separator else (value, value)
-    first, last = value
-    return str(first), str(last)
-
-
-def _in_range(graph: TaskGraph, first: str, last: str) -> set[int]:
-    """The tasks of every partitioned stage whose set holds both ``first`` and ``last``, from one to the other."""
-    chosen: set[int] = set()
-    partitioned = [
-        (number, stage) for number, stage in enumerate(graph.stages) if not isinstance(stage.partitions, Unpartitioned)
-    ]
-    if not partitioned:
-        raise InvalidInput(
-            f"pipeline {graph.pipeline!r} has no partitioned stage, so partition range {first}..{last} "
-            "selects nothing; leave the range out"
-        )
-    for number, stage in partitioned:
-        partitions = stage.partitions
-        if first in partitions and last in partitions:
-            start = graph.starts[number]
-            chosen.update(start + partitions.index(key) for key in partitions.range(first, last))
-    if not chosen:
-        try:
-            partitioned[0][1].partitions.range(first, last)
-        except InvalidInput as error:
-            raise InvalidInput(f"partition range {first}..{last}: {error}") from None
-    return chosen
-
-
 def _done(graph: TaskGraph, records: Mapping[str, TaskRecord], root: str) -> set[int]:
     """Tasks checkpointed as succeeded whose output (if they produced one) is still where it belongs."""
     done: set[int] = set()
@@ -174,48 +138,6 @@ def _done(graph: TaskGraph, records: Mapping[str, TaskRecord], root: str) -> set
         if os.path.exists(task_output_path(root, graph.pipeline, stage, graph.partition_keys[task])):
             done.add(task)
     return done
-
-
-def _missing_message(graph: TaskGraph, missing: Mapping[int, int]) -> str:
-    names, positions = graph.names, graph.positions
-    ordered = sorted(missing, key=positions.__getitem__)
-    shown = ", ".join(f"{names[task]} (needed by {names[missing[task]]})" for task in ordered[:_SHOWN])
-    more = f" and {len(ordered) - _SHOWN} more" if len(ordered) > _SHOWN else ""
-    return (
-        f"the selection needs {shown}{more}, not materialized and not selected; include them in the "
-        "selection, or let the plan add them (plan_upstream)"
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Plan:
-    planned: frozenset[int]
-    to_run: tuple[int, ...]  # topological order
-    skipped: tuple[int, ...]
-
-
-def _plan(graph: TaskGraph, selected: set[int], done: set[int], *, plan_upstream: bool) -> _Plan:
-    planned = set(selected)
-    missing: dict[int, int] = {}
-    stack = list(selected)
-    while stack:
-        task = stack.pop()
-        for before in graph.predecessors[task]:
-            if before in planned or before in done:
-                continue
-            if plan_upstream:
-                planned.add(before)
-                stack.append(before)
-            elif before not in missing or graph.positions[task] < graph.positions[missing[before]]:
-                missing[before] = task  # name the first task in order that needs it, on every run alike
-    if missing:
-        raise InvalidInput(_missing_message(graph, missing))
-    order = [task for task in graph.order_ids if task in planned]
-    return _Plan(
-        planned=frozenset(planned),
-        to_run=tuple(task for task in order if task not in done),
-        skipped=tuple(task for task in order if task in done),
-    )
 
 
 # -- running ------------------------------------------------------------------------------------------
@@ -429,12 +351,12 @@ def _start(
                 raise InvalidInput("the task selection is empty; name at least one task, or select none to run all")
             selected = {graph.task_id(name) for name in tasks}
         if partitions is not None:
-            selected &= _in_range(graph, *partitions)
+            selected &= in_range(graph, *partitions)
             if not selected:
                 raise InvalidInput(
                     f"none of the selected tasks is in partition range {partitions[0]}..{partitions[1]}"
                 )
-    plan = _plan(graph, selected, done, plan_upstream=plan_upstream)
+    plan = plan_tasks(graph, selected, done, plan_upstream=plan_upstream)
     for name in inject_failure:
         task = graph.task_id(name)  # an unknown name is an error that suggests close names
         if task not in plan.to_run:
@@ -524,7 +446,7 @@ def run_pipeline(
     run for ``vardiya pipeline triggers``. Bad input raises ``InvalidInput`` before anything is written.
     """
     return _start(
-        store, _graph(pipeline), mode=RunMode.RUN, root=root, partitions=_partition_range(partitions),
+        store, _graph(pipeline), mode=RunMode.RUN, root=root, partitions=partition_range(partitions),
         tasks=_names(tasks), rerun_task=None, concurrency=concurrency, fail_fast=fail_fast, strict=strict,
         inject_failure=_names(inject_failure) or (), plan_upstream=plan_upstream, clock=clock,
         extra={"started_by": dict(started_by)} if started_by else None, progress=progress,
@@ -555,7 +477,7 @@ def resume(
     return _start(
         store, graph, mode=RunMode.RESUME,
         root=root if root is not None else options["root"],
-        partitions=_partition_range(tuple(partitions)) if partitions else None,  # type: ignore[arg-type]
+        partitions=partition_range(tuple(partitions)) if partitions else None,  # type: ignore[arg-type]
         tasks=tuple(tasks) if tasks is not None else None,
         rerun_task=options.get("rerun"),
         concurrency=concurrency if concurrency is not None else int(options.get("concurrency", 1)),
