@@ -30,8 +30,10 @@ What one run of one configuration does (every system alike):
   handler, no history).
 
 Every configuration runs ``--runs`` times, interleaved round by round (system by system), and its
-median is printed with every run. Targets (printed, never enforced): PostgreSQL, best vardiya >= 1.5x
-best PgQueuer; SQLite, best vardiya >= 4x best Huey.
+median is printed with every run, with each configuration's end-to-end rate (N / (enqueue time + drain
+time), run by run). Targets (printed, never enforced): PostgreSQL, best vardiya drain and bulk enqueue
+>= 1.5x best PgQueuer's; SQLite, >= 4x best Huey's; end to end, best vardiya >= 2x the best peer's on
+each backend.
 
 Run: ``benchmarks/.venv-peers/bin/python benchmarks/bench_async.py [--backend sqlite|postgresql|both]
 [--items 20000] [--runs 3] [--pg-url URL] [--huey-default-items 2000] [--procrastinate-items 1000]``
@@ -84,6 +86,7 @@ from vardiya.store import ItemState  # noqa: E402
 HANDLER = "bench_noop"
 PG_TARGET = 1.5
 SQLITE_TARGET = 4.0
+END_TO_END_TARGET = 2.0  # submit + drain against the best peer's, both backends
 
 #: Handler calls in this process (list.append is atomic under the GIL, so threads may share it).
 CALLED: list[int] = []
@@ -550,6 +553,17 @@ def interleave(groups: list[list[Runner]], runs: int) -> None:
         print(f"  ... round {round_number + 1} of {runs} done", flush=True)
 
 
+def end_to_end(each: Runner) -> Series:
+    """Submit + drain of one configuration, run by run: N / (enqueue time + drain time)."""
+    series = Series(each.drain.system, f"{each.drain.config}, submit + drain")
+    series.rates = [1 / (1 / enqueue + 1 / drain) for enqueue, drain in zip(each.enqueue.rates, each.drain.rates)]
+    return series
+
+
+def has_enqueue(each: Runner) -> bool:
+    return bool(each.enqueue.rates) and all(rate == rate for rate in each.enqueue.rates)  # raw: NaN
+
+
 def report(backend: str, items: int, groups: dict[str, list[Runner]], peer: str, goal: float) -> None:
     print(f"[{backend}] async no-op, {items:,} jobs per run: drain rate (the enqueue is not included)")
     for runners in groups.values():
@@ -558,15 +572,17 @@ def report(backend: str, items: int, groups: dict[str, list[Runner]], peer: str,
     print(f"[{backend}] enqueue rate (bulk submit / enqueue / defer, timed on its own)")
     for runners in groups.values():
         for each in runners:
-            if all(rate == rate for rate in each.enqueue.rates):  # the raw loop has none (NaN)
+            if has_enqueue(each):
                 print(each.enqueue.line())
+    print(f"[{backend}] end to end (enqueue time + drain time, run by run)")
+    for system, runners in groups.items():
+        if system != "raw":
+            for each in runners:
+                if has_enqueue(each):
+                    print(end_to_end(each).line())
     vardiya = groups["vardiya"]
     top = max(vardiya, key=lambda each: each.drain.median)
     default = vardiya[0].drain
-    end_to_end = Series("vardiya", f"{top.drain.config}, submit + drain")
-    end_to_end.rates = [1 / (1 / enqueue + 1 / drain) for enqueue, drain in zip(top.enqueue.rates, top.drain.rates)]
-    print(f"[{backend}] end to end (enqueue time + drain time)")
-    print(end_to_end.line())
     raw = groups["raw"][0].drain
     print(f"  vardiya best ({top.drain.config}) / raw claim loop: {top.drain.median / raw.median:.2f}; "
           f"default / raw: {default.median / raw.median:.2f}")
@@ -574,12 +590,18 @@ def report(backend: str, items: int, groups: dict[str, list[Runner]], peer: str,
         reference = best([each.drain for each in groups[peer]])
         print(f"  best {peer}: {reference.config} ({reference.median:,.0f} jobs/s)")
         print(f"  vardiya default / best {peer}: {default.median / reference.median:.2f}")
-        print(target_line(f"vardiya best ({top.drain.config}) / best {peer}", top.drain.median / reference.median, goal))
+        print(target_line(f"drain: vardiya best ({top.drain.config}) / best {peer}", top.drain.median / reference.median, goal))
+        ours = best([each.enqueue for each in vardiya if has_enqueue(each)])
+        theirs = best([each.enqueue for each in groups[peer] if has_enqueue(each)])
+        print(target_line(f"bulk enqueue: vardiya ({ours.config}) / best {peer} ({theirs.config})",
+                          ours.median / theirs.median, goal))
+        ours = best([end_to_end(each) for each in vardiya if has_enqueue(each)])
+        theirs = best([end_to_end(each) for each in groups[peer] if has_enqueue(each)])
+        print(target_line(f"end to end: vardiya best ({ours.config}) / best {peer} ({theirs.config})",
+                          ours.median / theirs.median, END_TO_END_TARGET))
     else:
         print(f"  target: vardiya / best {peer} ... not measured ({peer} is not installed here; run with {PEERS_VENV}/bin/python)")
     print(flush=True)
-
-
 
 
 def bench(target: Scratch, args: Any) -> None:

@@ -151,29 +151,37 @@ UPDATE work_items SET state = {_SUCCEEDED}, lease_until = NULL, updated_at = ?, 
 # inserted only for a key that was new, with the id its key row took (migration 0007). The new items
 # come back as (kind, key, id).
 _ENQUEUE_COLUMNS = "kind, key, payload, state, attempts, max_attempts, run_after, created_at, updated_at"
-_POSTGRES_ENQUEUE = f"""
-WITH given AS ({{given}}), fresh AS (
+_POSTGRES_ENQUEUE_KEYS = """given AS ({given}), fresh AS (
     INSERT INTO work_item_keys (kind, key, item_id)
     SELECT given.kind, given.key, nextval('work_items_id_seq') FROM given
     ON CONFLICT DO NOTHING
     RETURNING kind, key, item_id
-)
-INSERT INTO work_items (id, {{columns}})
+)"""
+_POSTGRES_ENQUEUE_ITEMS = f"""INSERT INTO work_items (id, {{columns}})
 SELECT fresh.item_id, fresh.kind, fresh.key, given.payload::jsonb, {_PENDING}, 0, given.max_attempts,
        given.run_after, %s, %s
   FROM fresh JOIN given ON given.kind = fresh.kind AND given.key = fresh.key
-RETURNING kind, key, id
-"""
+RETURNING kind, key, id"""
+_POSTGRES_ENQUEUE = f"WITH {_POSTGRES_ENQUEUE_KEYS}\n{_POSTGRES_ENQUEUE_ITEMS}"
+# The same, as one statement that also wakes idle workers (``pg_notify``, delivered at commit; one
+# notification repeated in a transaction is delivered once). Run on its own in autocommit it is one
+# round trip, where BEGIN, the insert, a NOTIFY and COMMIT were four: the single submit of a web
+# request (benchmarks/bench_enqueue.py).
+_POSTGRES_ENQUEUE_WAKE = (
+    f"WITH {_POSTGRES_ENQUEUE_KEYS}, made AS (\n{_POSTGRES_ENQUEUE_ITEMS}\n)\n"
+    f"SELECT made.kind, made.key, made.id, pg_notify(%s, made.kind) FROM made"
+)
 _POSTGRES_ENQUEUE_ROWS = _POSTGRES_ENQUEUE.format(
     columns=_ENQUEUE_COLUMNS,
     given="SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::timestamptz[])"
     " AS t (kind, key, payload, max_attempts, run_after)",
 )
-_POSTGRES_ENQUEUE_KIND = _POSTGRES_ENQUEUE.format(
-    columns=_ENQUEUE_COLUMNS,
-    given="SELECT %s::text AS kind, t.key, t.payload, %s::int AS max_attempts, %s::timestamptz AS run_after"
-    " FROM unnest(%b::text[], %b::text[]) AS t (key, payload)",
+_GIVEN_KIND = (
+    "SELECT %s::text AS kind, t.key, t.payload, %s::int AS max_attempts, %s::timestamptz AS run_after"
+    " FROM unnest(%b::text[], %b::text[]) AS t (key, payload)"
 )
+_POSTGRES_ENQUEUE_KIND = _POSTGRES_ENQUEUE.format(columns=_ENQUEUE_COLUMNS, given=_GIVEN_KIND)
+_POSTGRES_ENQUEUE_KIND_WAKE = _POSTGRES_ENQUEUE_WAKE.format(columns=_ENQUEUE_COLUMNS, given=_GIVEN_KIND)
 # SQLite runs one write transaction at a time: within it, a key absent from work_item_keys stays absent
 # until this transaction adds it, so the check and the two inserts need no ON CONFLICT.
 _SQLITE_ENQUEUE = f"""
@@ -418,6 +426,42 @@ class HotSQL:
             return connection.exec_driver_sql(
                 _POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written)
             ).fetchall()
+        return self._sqlite_enqueue_kind(connection, written, shared, pairs)
+
+    def enqueue_kind_alone(
+        self,
+        cursor: Any,
+        kind: str,
+        pairs: Sequence[tuple[str, str]],
+        max_attempts: int,
+        run_after: datetime,
+        now: datetime,
+        channel: str | None,
+    ) -> list[tuple[str, str, int]]:
+        """``enqueue_kind`` on a driver cursor, for a small enqueue that is a transaction of its own.
+
+        SQLite: inside the caller's ``BEGIN IMMEDIATE`` on a ``DriverConnection``. PostgreSQL: one
+        statement run in autocommit that also wakes idle workers on ``channel`` unless it is None (one
+        round trip).
+        """
+        written = self._item_time(now)
+        shared = (kind, max_attempts, self._item_time(run_after))
+        if self.backend is Backend.POSTGRESQL:
+            keys, payloads = (list(column) for column in zip(*pairs)) if pairs else ([], [])
+            if channel is None:
+                rows = cursor.execute(_POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written)).fetchall()
+            else:
+                rows = cursor.execute(
+                    _POSTGRES_ENQUEUE_KIND_WAKE, (*shared, keys, payloads, written, written, channel)
+                ).fetchall()
+            return [(row[0], row[1], row[2]) for row in rows]
+        return self._sqlite_enqueue_kind(cursor, written, shared, pairs)
+
+    def _sqlite_enqueue_kind(
+        self, connection: sa.Connection | sqlite3.Cursor, written: Any, shared: tuple[Any, ...],
+        pairs: Sequence[tuple[str, str]],
+    ) -> list[tuple[str, str, int]]:
+        """The SQLite statements of ``enqueue_kind``, run on a connection or a driver cursor."""
         step = _SQLITE_IDS_PER_STATEMENT // 2
         return self._run_sqlite_enqueue(connection, (
             (_sqlite_enqueue(len(chunk), True), (written, written, *shared, *chain.from_iterable(chunk)))
@@ -426,14 +470,16 @@ class HotSQL:
 
     @staticmethod
     def _run_sqlite_enqueue(
-        connection: sa.Connection, statements: Iterable[tuple[str, tuple[Any, ...]]]
+        connection: sa.Connection | sqlite3.Cursor, statements: Iterable[tuple[str, tuple[Any, ...]]]
     ) -> list[tuple[str, str, int]]:
-        """Run SQLite enqueue statements, each followed by the key rows of the items it made."""
+        """Run SQLite enqueue statements, each followed by the key rows of the items it made (on a
+        SQLAlchemy connection or a driver cursor: both take the driver's SQL)."""
+        execute = connection.execute if isinstance(connection, sqlite3.Cursor) else connection.exec_driver_sql
         made: list[tuple[str, str, int]] = []
         for statement, parameters in statements:
-            new = connection.exec_driver_sql(statement, parameters).fetchall()
+            new = execute(statement, parameters).fetchall()
             if new:
-                connection.exec_driver_sql(_sqlite_enqueue_keys(len(new)), tuple(chain.from_iterable(new)))
+                execute(_sqlite_enqueue_keys(len(new)), tuple(chain.from_iterable(new)))
                 made.extend(new)
         return made
 

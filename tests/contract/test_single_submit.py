@@ -1,0 +1,121 @@
+"""A small enqueue (a single submit) runs on the driver, off SQLAlchemy's transaction: the same contract.
+
+SQLite writes it on a driver connection of its own, PostgreSQL as one autocommit statement with the
+wake-up folded in. These tests say that nothing of the enqueue's contract is lost on that path: the
+idempotency key, the wake-up of idle PostgreSQL workers, driver errors as ``StoreError``, and a pooled
+connection given back as it was taken.
+"""
+
+from __future__ import annotations
+
+import select
+import time
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+from vardiya.app import App
+from vardiya.errors import InvalidInput, StoreError, StoreUnavailable
+from vardiya.invoke.invoker import Invoker
+from vardiya.store import ItemState, Store
+from vardiya.store.engine import PostgresStatement
+from vardiya.store.url import parse_store_url
+
+
+def _app() -> App:
+    app = App("single")
+    app.handler("h", model="async")(lambda record, context: None)
+    return app
+
+
+def test_single_submits_keep_the_idempotency_key_and_mix_with_bulk(store: Store) -> None:
+    invoker = Invoker(store, _app())
+    first = invoker.submit("h", {"n": 1}, key="order-1")
+    again = invoker.submit("h", {"n": 2}, key="order-1")
+    assert again.id == first.id
+    plain = [invoker.submit("h", {"n": n}) for n in range(5)]
+    bulk = invoker.submit_many("h", [{"n": n} for n in range(300)])  # the chunked path
+    ids = [first.id, *(handle.id for handle in plain), *(handle.id for handle in bulk)]
+    assert len(set(ids)) == len(ids) == 306
+    counts = store.items.counts(kind="call:h")
+    assert counts[ItemState.PENDING] == 306
+    assert store.items.get(first.id).payload == {"record": {"n": 1}}  # the first payload is kept
+
+
+def test_a_bad_record_writes_nothing_on_the_single_path(store: Store) -> None:
+    invoker = Invoker(store, _app())
+    with pytest.raises(InvalidInput):
+        invoker.submit("h", {"n": object()})
+    assert store.items.counts(kind="call:h")[ItemState.PENDING] == 0
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_single_submit_wakes_listening_workers_once_per_new_item(store: Store, postgres_url: str) -> None:
+    listener = psycopg.connect(postgres_url.replace("postgresql+psycopg", "postgresql"), autocommit=True)
+    try:
+        listener.execute("LISTEN vardiya_work")
+        invoker = Invoker(store, _app())
+        invoker.submit("h", {"n": 1}, key="a")
+        assert _notified(listener) == ["call:h"]
+        invoker.submit("h", {"n": 1}, key="a")  # nothing new: nobody to wake
+        assert _notified(listener, wait=0.3) == []
+    finally:
+        listener.close()
+
+
+def _notified(connection: psycopg.Connection, wait: float = 5.0) -> list[str]:
+    deadline = time.monotonic() + wait
+    payloads: list[str] = []
+    while time.monotonic() < deadline and not payloads:
+        select.select([connection.fileno()], [], [], max(0.0, deadline - time.monotonic()))
+        payloads.extend(notify.payload for notify in connection.notifies(timeout=0, stop_after=10))
+    return payloads
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_failing_statement_is_a_store_error_and_the_connection_goes_back_clean(store: Store) -> None:
+    statement = PostgresStatement(store.engine, store.target)
+    with pytest.raises(StoreError) as raised:
+        statement.run(lambda cursor: cursor.execute("SELECT * FROM no_such_table"))
+    assert not isinstance(raised.value, StoreUnavailable)
+    assert "\n" not in str(raised.value)
+    # The pooled connection is back out of autocommit: a rolled-back transaction leaves nothing.
+    with pytest.raises(RuntimeError), store.transaction() as connection:
+        store.items.enqueue_in(connection, [("call:h", "rolled", {}, 3, store.clock.now())], store.clock.now())
+        raise RuntimeError("roll back")
+    assert store.items.find("call:h", "rolled") is None
+    assert Invoker(store, _app()).submit("h", {"n": 1}).id > 0  # and the single path still works
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_an_unreachable_server_is_store_unavailable(store: Store) -> None:
+    target = parse_store_url("postgresql://postgres@127.0.0.1:1/nothing")
+    engine = sa.create_engine("postgresql+psycopg://postgres@127.0.0.1:1/nothing", connect_args={"connect_timeout": 2})
+    try:
+        with pytest.raises(StoreUnavailable):
+            PostgresStatement(engine, target).run(lambda cursor: cursor.execute("SELECT 1"))
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_connection_the_server_dropped_is_unavailable_then_replaced(store: Store, postgres_url: str) -> None:
+    invoker = Invoker(store, _app())
+    invoker.submit("h", {"n": 0})  # the pool holds a connection now
+    with psycopg.connect(postgres_url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    with pytest.raises(StoreUnavailable):
+        invoker.submit("h", {"n": 1})
+    for _ in range(store.engine.pool.size() + 1):  # each dropped connection is invalidated, not reused
+        try:
+            handle = invoker.submit("h", {"n": 2})
+            break
+        except StoreUnavailable:
+            continue
+    else:
+        pytest.fail("the single submit never got a working connection again")
+    assert store.items.get(handle.id) is not None
