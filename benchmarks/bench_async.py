@@ -80,7 +80,7 @@ from _invocation import (  # noqa: E402
 
 from vardiya.app import App  # noqa: E402
 from vardiya.invoke.invoker import Invoker  # noqa: E402
-from vardiya.invoke.worker import Worker  # noqa: E402
+from vardiya.service.worker import Worker, WorkerSettings  # noqa: E402
 from vardiya.store import ItemState  # noqa: E402
 
 HANDLER = "bench_noop"
@@ -159,7 +159,7 @@ def vardiya_child(url: str, settings: dict[str, Any], *, ready: Any, start: Any)
     from vardiya.store.api import open_store
 
     store = open_store(url)
-    worker = Worker(store, build_app(), **settings)
+    worker = Worker(store, build_app(), WorkerSettings(**settings))
     ready(None)
     start()
     report = worker.run(until_idle=True)
@@ -184,7 +184,7 @@ def vardiya_runner(target: Scratch, setting: VardiyaSetting, items: int) -> Runn
                 analyze_postgres(target.raw_target)
             CALLED.clear()
             if setting.processes == 1:
-                worker = Worker(store, app, **setting.worker)
+                worker = Worker(store, app, WorkerSettings(**setting.worker))
                 began = time.perf_counter()
                 worker.run(until_idle=True)
                 drain_s = time.perf_counter() - began

@@ -45,7 +45,7 @@ from _invocation import empty_postgres, header, open_vardiya, parse_args, remove
 
 from vardiya.app import App  # noqa: E402
 from vardiya.invoke.invoker import Invoker  # noqa: E402
-from vardiya.invoke.worker import Worker  # noqa: E402
+from vardiya.service.worker import Worker  # noqa: E402
 
 HANDLER = "bench_latency"
 IDLE_S = 1.5

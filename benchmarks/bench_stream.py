@@ -52,7 +52,7 @@ import sqlalchemy as sa  # noqa: E402
 
 from vardiya.app import App  # noqa: E402
 from vardiya.invoke.invoker import Invoker  # noqa: E402
-from vardiya.invoke.worker import Worker  # noqa: E402
+from vardiya.service.worker import Worker  # noqa: E402
 from vardiya.store import ItemState  # noqa: E402
 from vardiya.store.schema import stream_records  # noqa: E402
 

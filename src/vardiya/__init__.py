@@ -36,9 +36,10 @@ from .invoke import (
     Invoker,
     Model,
     RetryPolicy,
-    Worker,
+    WorkerSettings,
 )
 from .schedule import CatchUpPolicy, Cron, DataArrival, PeriodClose, Upstream
+from .service.worker import Worker
 from .slots import (
     IterableSource,
     RecordResult,
@@ -123,6 +124,7 @@ __all__ = [
     "VirtualClock",
     "WorkItem",
     "Worker",
+    "WorkerSettings",
     "__version__",
     "atomic_write",
     "load_app",

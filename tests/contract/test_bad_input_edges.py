@@ -19,7 +19,7 @@ from vardiya.clock import VirtualClock
 from vardiya.errors import InvalidInput, InvalidRecord, VardiyaError
 from vardiya.invoke.handlers import Dedup
 from vardiya.invoke.invoker import Invoker
-from vardiya.invoke.worker import Worker
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.limits import KEY_MAX, KIND_MAX, TIME_MAX
 from vardiya.slots.job import SlotJob
 from vardiya.slots.runner import replay, run_tick
@@ -190,7 +190,7 @@ def test_submit_key_without_dedup_is_the_items_idempotency_key(store: Store) -> 
     unkeyed = [invoker.submit("plain", {"id": 1}) for _ in range(2)]  # without a key every submit is a call
     assert len({first.id, other.id, *(handle.id for handle in unkeyed)}) == 4
     assert len(store.items.list(kind="call:plain")) == 4
-    report = Worker(store, _app(), heartbeat=False).run(until_idle=True)
+    report = Worker(store, _app(), WorkerSettings(heartbeat=False)).run(until_idle=True)
     assert report.succeeded == 4
     assert invoker.submit("plain", {"id": 1}, key="order-42") == first  # still the same call once it ran
     with pytest.raises(InvalidRecord, match="an idempotency key"):

@@ -15,7 +15,7 @@ from vardiya.app import App
 from vardiya.clock import VirtualClock
 from vardiya.invoke.invoker import Invoker
 from vardiya.invoke.retry import FixedWait, RetryPolicy
-from vardiya.invoke.worker import Worker
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.store import ItemState, Store
 from vardiya.store.migrate import head_revision, read_version
 from vardiya.store.schema import invocation_calls, work_items
@@ -55,7 +55,7 @@ def test_a_successful_async_call_writes_its_busy_time_on_the_item_and_no_call_ro
     app = _app(clock)
     invoker = Invoker(store, app)
     handles = invoker.submit_many("check", [{"n": n} for n in range(1, 7)])
-    Worker(store, app, heartbeat=False).run(until_idle=True)
+    Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
 
     assert _calls(store) == []
     assert _busy(store) == {h.id: pytest.approx(40.0 if n % 2 else 10.0) for n, h in enumerate(handles, 1)}
@@ -71,7 +71,7 @@ def test_a_failed_attempt_keeps_its_call_row_and_the_retry_that_succeeds_is_on_t
     app = _app(clock, fail_first={2})
     invoker = Invoker(store, app)
     handles = invoker.submit_many("check", [{"n": n} for n in range(1, 4)])
-    Worker(store, app, heartbeat=False).run(until_idle=True)
+    Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
 
     second = handles[1].id
     assert [(row.item_id, row.attempt, row.outcome) for row in _calls(store)] == [(second, 1, "failed")]
@@ -87,7 +87,7 @@ def test_downgrading_to_0005_writes_the_calls_told_by_items_into_the_call_log(st
     app = _app(clock, fail_first={1})
     invoker = Invoker(store, app)
     handles = invoker.submit_many("check", [{"n": n} for n in range(1, 4)])
-    Worker(store, app, heartbeat=False).run(until_idle=True)
+    Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     before = invoker.metrics("check")
     w = work_items.c
     with store.reading() as connection:

@@ -12,7 +12,7 @@ from vardiya.app import App
 from vardiya.clock import SystemClock, VirtualClock
 from vardiya.invoke.invoker import Invoker
 from vardiya.invoke.retry import FixedWait, RetryPolicy
-from vardiya.invoke.worker import Worker
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.pipeline import Pipeline, run_pipeline
 from vardiya.slots import SlotScheme
 from vardiya.slots.job import SlotJob
@@ -102,7 +102,7 @@ def test_dead_letter_attempts_keep_their_tracebacks(store: Store) -> None:
         raise ValueError(f"card {record['card']} declined")
 
     handle = Invoker(store, app).submit("charge", {"card": 7})
-    Worker(store, app, heartbeat=False).run(until_idle=True)
+    Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     tracebacks = store.failures.attempt_tracebacks(handle.id)
     assert len(tracebacks) == 2
     for text in tracebacks:
@@ -184,7 +184,7 @@ def test_handler_calls_and_pipeline_tasks_over_their_sla_are_counted(store_url: 
         for card in range(3):
             invoker.submit("charge", {"card": card})
             invoker.submit("refund", {"card": card})
-        Worker(timed, app, heartbeat=False).run(until_idle=True)
+        Worker(timed, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
         pipeline = Pipeline("meters")
 
         @pipeline.stage(sla=timedelta(microseconds=1))

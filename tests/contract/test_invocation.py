@@ -18,7 +18,7 @@ from vardiya.clock import VirtualClock
 from vardiya.invoke import dlq
 from vardiya.invoke.execute import BatchRecord, run_attempt
 from vardiya.invoke.invoker import Invoker
-from vardiya.invoke.worker import Worker
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.store import ItemState, Store
 from vardiya.store.schema import work_items
 
@@ -30,7 +30,7 @@ TRANSIENT = sorted(i for i, o in TABLE.items() if o == "transient")
 
 
 def _drain(store: Store, app: App) -> None:
-    Worker(store, app, heartbeat=False).run(until_idle=True)
+    Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
 
 
 def _simulate(handler: Any, ids: list[int]) -> dict[str, int]:

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 from vardiya.app import App
 from vardiya.clock import VirtualClock
-from vardiya.invoke.worker import Worker
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.schedule import CatchUpPolicy
 from vardiya.schedule.plan import planned_key
 from vardiya.service.scheduler import Scheduler
@@ -55,7 +55,7 @@ def test_every_fires_each_planned_time_once_and_the_worker_runs_it_for_that_time
     expected = [planned_key(DAY1 + MINUTE * minute) for minute in range(5, 31, 5)]
     assert keys(store, "periodic:refresh") == expected
     at(clock, DAY1 + MINUTE * 31)
-    report = Worker(store, app, heartbeat=False).run(until_idle=True)
+    report = Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     assert report.periodic_runs == 6 and report.succeeded == 6
     assert sorted(calls) == [DAY1 + MINUTE * minute for minute in range(5, 31, 5)]
     item = store.items.find("periodic:refresh", planned_key(DAY1 + MINUTE * 10))
@@ -114,7 +114,7 @@ def test_cron_in_a_zone_fires_at_its_local_times_and_passes_the_planned_time_in_
     assert keys(store, "periodic:digest") == [
         planned_key(DAY1 + timedelta(hours=6)), planned_key(DAY1 + timedelta(days=1, hours=6))
     ]
-    Worker(store, app, heartbeat=False).run(until_idle=True)
+    Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     assert [moment.hour for moment in seen] == [9, 9]
     assert all(moment.tzinfo == ISTANBUL for moment in seen)
 
@@ -130,7 +130,7 @@ def test_a_function_without_arguments_that_raises_is_retried_then_dead(store: St
 
     at(clock, DAY1 + timedelta(hours=1, minutes=1))
     Scheduler(store, app).step()
-    report = Worker(store, app, heartbeat=False).run(until_idle=True)
+    report = Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     assert len(attempts) == 2 and (report.retried, report.dead) == (1, 1)
     item = store.items.find("periodic:flaky", planned_key(DAY1 + timedelta(hours=1)))
     assert item is not None and item.state is ItemState.DEAD

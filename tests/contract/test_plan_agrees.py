@@ -23,7 +23,7 @@ from vardiya.invoke import dlq
 from vardiya.invoke.handlers import Handler, Model
 from vardiya.invoke.invoker import Invoker
 from vardiya.invoke.metrics import Metrics
-from vardiya.invoke.worker import Worker
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.plan.dedup import plan_dedup
 from vardiya.plan.profile import Profile, load_profile
 from vardiya.plan.replay import Replay
@@ -62,7 +62,7 @@ def _real_run(store: Store, handler: Handler) -> tuple[App, Invoker]:
         invoker.submit_many(handler.name, records)
     else:
         invoker.append_many(handler.name, records)
-    Worker(store, app, heartbeat=False).run(until_idle=True)
+    Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     return app, invoker
 
 
@@ -110,7 +110,7 @@ def test_dedup_and_a_late_redrive_agree(store: Store, clock: VirtualClock) -> No
     app, invoker = _real_run(store, handler)
     clock.advance(timedelta(seconds=PROFILE.dedup.redrive_after_s))  # past the 24 h window
     report = dlq.redrive(store, handler="planned")
-    Worker(store, app, heartbeat=False).run(until_idle=True)
+    Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     real = invoker.metrics("planned")
 
     replayed = Replay(WORKLOAD, PROFILE, model="stream", batch_size=BATCH, dedup=True).run()

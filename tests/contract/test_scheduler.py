@@ -13,7 +13,7 @@ import pytest
 
 from vardiya.app import App
 from vardiya.clock import VirtualClock
-from vardiya.invoke.worker import Worker
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.schedule import CatchUpPolicy
 from vardiya.schedule.plan import planned_key
 from vardiya.service.scheduler import Scheduler
@@ -160,7 +160,7 @@ def test_workers_run_fired_ticks_for_their_planned_time_and_record_lateness(stor
     scheduler = Scheduler(store, app)
     scheduler.step()
     at(clock, DAY1 + HOUR * 3 + timedelta(minutes=12))
-    report = Worker(store, app, heartbeat=False).run(until_idle=True)
+    report = Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     assert report.ticks == 1 and report.succeeded == 1
     item = store.items.find("tick:hourly", planned_key(DAY1 + HOUR * 3))
     assert item is not None and item.state is ItemState.SUCCEEDED
@@ -179,11 +179,11 @@ def test_after_downtime_the_backlog_recovers_within_catch_up_periods(
     app = hourly_app(slots=4, catch_up=catch_up, records=40)
     scheduler = Scheduler(store, app)
     scheduler.step()  # day 1, 00:00: slot 0 of day 1
-    Worker(store, app, heartbeat=False).run(until_idle=True)
+    Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     at(clock, DAY1 + timedelta(days=2, hours=12, minutes=30))  # down until day 3, 12:30 (slot 2)
     step = Scheduler(store, app).step()
     assert [firing.key for firing in step.fired] == [planned_key(DAY1 + timedelta(days=2, hours=12))]
-    Worker(store, app, heartbeat=False).run(until_idle=True)
+    Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     counts = {day: store.ledger.counts("hourly", day)[LedgerStatus.DONE] for day in ("2026-12-01", "2026-12-02", "2026-12-03")}
     assert counts == {"2026-12-01": day1_done, "2026-12-02": 40, "2026-12-03": 30}
 
@@ -195,7 +195,7 @@ def test_status_says_when_no_scheduler_fires_the_ticks_that_are_due(store: Store
     at(clock, DAY1 + HOUR * 2)
     scheduler = Scheduler(store, app)
     scheduler.step()
-    Worker(store, app, heartbeat=False).run(until_idle=True)
+    Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     report = status_report(store, app, late_after=timedelta(seconds=60))
     assert (report["behind"], report["healthy"], report["jobs"][0]["behind_s"]) == ([], True, 0.0)
     at(clock, DAY1 + HOUR * 5 + timedelta(minutes=10))  # the scheduler stopped after 02:00

@@ -17,7 +17,7 @@ import pytest
 from vardiya.app import App
 from vardiya.clock import VirtualClock
 from vardiya.errors import ConfigurationError
-from vardiya.invoke.worker import Worker
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.pipeline import Daily, Pipeline, Static, same
 from vardiya.pipeline.state import PipelineState
 from vardiya.pipeline.triggers_report import triggers_report
@@ -64,7 +64,7 @@ def at(clock: VirtualClock, moment: datetime) -> None:
 
 
 def run_all(store: Store, app: App) -> Any:
-    return Worker(store, app, heartbeat=False).run(until_idle=True)
+    return Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
 
 
 def test_a_period_close_trigger_runs_each_day_once_after_its_close(store: Store, clock: VirtualClock, tmp_path: Path) -> None:

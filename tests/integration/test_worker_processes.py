@@ -182,14 +182,14 @@ def test_an_idle_worker_on_postgresql_wakes_on_notify_not_on_its_poll(postgres_u
 
     from vardiya.app import App
     from vardiya.invoke.invoker import Invoker
-    from vardiya.invoke.worker import Worker
+    from vardiya.service.worker import Worker, WorkerSettings
     from vardiya.store import ItemState
 
     started: list[float] = []
     app = App("wake")
     app.handler("ping", model="async")(lambda record, context: started.append(time.monotonic()))
     with open_store(postgres_url) as store:
-        worker = Worker(store, app, poll_min=30, poll_max=30)
+        worker = Worker(store, app, WorkerSettings(poll_min=30, poll_max=30))
         thread = threading.Thread(target=worker.run, daemon=True)
         thread.start()
         time.sleep(1.0)  # the worker has found nothing and is waiting

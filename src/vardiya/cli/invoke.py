@@ -21,11 +21,8 @@ from rich.markup import escape
 from ..app import load_app
 from ..errors import InvalidInput, InvalidRecord, VardiyaError
 from ..invoke.invoker import Invoker, call_key, call_payloads, check_appends
-from ..invoke.worker import Worker
 from ..output import FitTable, cell, progress
-from ..schedule.periodic import periodic_kind
-from ..schedule.plan import pipeline_kind, tick_kind
-from ..service.work import ServiceWork
+from ..service.worker import Worker, WorkerSettings
 from ..times import parse_time
 from .commands import Group, renamed_option
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
@@ -67,9 +64,11 @@ def worker(
             "declare one with @app.handler(...) or @app.every(...)"
         )
     check_names(app, names, "--only")
-    Worker.check(app, concurrency=concurrency, lease=lease, prefetch=prefetch, names=None)  # before the store
+    # Bad settings are refused here, before the store is opened: nothing is written.
+    options = WorkerSettings(concurrency=concurrency, lease=lease, prefetch=prefetch, names=names)
+    Worker.check(app, options)
     with service_store(settings, log_format, metrics_port) as (store, metrics):
-        running = _worker(store, app, names, metrics, concurrency=concurrency, lease=lease, prefetch=prefetch)
+        running = Worker(store, app, options, metrics=metrics)
         log_start("worker", store, app, running.owner, _worker_runs(running), "work items of those kinds")
         # SIGTERM (and Ctrl-C) drain: the item in hand is finished, the rest released, exit 0.
         with _counting(settings, running, until_idle):
@@ -83,17 +82,6 @@ def worker(
         table.add_row(*(cell(value) for value in report.to_json().values()))
         settings.console.print(table)
     return 0
-
-
-def _worker(store: Any, app: Any, names: tuple[str, ...], metrics: Any, **options: Any) -> Worker:
-    """A worker of the whole app, or of the handlers, slot jobs, pipelines and periodic functions ``--only`` names."""
-    if not names:
-        return Worker(store, app, metrics=metrics, **options)
-    services = ServiceWork(store, app, metrics=metrics)
-    chosen = {kind(name) for name in names for kind in (tick_kind, pipeline_kind, periodic_kind)}
-    services.kinds = [kind for kind in services.kinds if kind in chosen]
-    handlers = {name: app.handlers[name] for name in names if name in app.handlers}
-    return Worker(store, handlers, services=services, metrics=metrics, **options)
 
 
 def _worker_runs(running: Worker) -> list[str]:

@@ -25,7 +25,7 @@ from ..clock import VirtualClock
 from ..examples.meter_validation import NIGHT_CSV, Outcome, build_app, load_outcomes, load_records
 from ..invoke import dlq
 from ..invoke.invoker import Invoker
-from ..invoke.worker import Worker
+from ..service.worker import Worker, WorkerSettings
 from ..output import FitTable
 from ..store import Store
 
@@ -101,7 +101,7 @@ def invocation_section(
         invoker.append_many(MODELS[key][1], records)
     started = clock.now()
     with _worker_log() as logged:
-        worker = Worker(store, app, heartbeat=False).run(until_idle=True)
+        worker = Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     night_took = clock.now() - started
 
     metrics = {key: invoker.metrics(handler) for key, (_, handler) in MODELS.items()}
@@ -143,7 +143,7 @@ def invocation_section(
     before = {key: metrics[key].processed for key in MODELS if key != "sync"}
     redriven = dlq.redrive(store, ids=[letter.id for letter in letters])
     with _worker_log():
-        Worker(store, app, heartbeat=False).run(until_idle=True)
+        Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
     after = {key: invoker.metrics(MODELS[key][1]) for key in before}
     reprocessed = {key: after[key].processed - before[key] for key in before}
     dead_again = sum(len(dlq.dead_letters(store, handler=handler)) for handler in handlers)

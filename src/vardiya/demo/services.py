@@ -19,7 +19,7 @@ from rich.table import Table
 
 from ..app import App
 from ..clock import VirtualClock
-from ..invoke.worker import Worker
+from ..service.worker import Worker, WorkerSettings
 from ..service.scheduler import Scheduler
 from ..service.status import status_report
 from ..slots.scheme import SlotScheme
@@ -70,7 +70,7 @@ def _run(app: App, own: VirtualClock, store: Store, console: Console) -> tuple[s
             own.advance(at - own.now())
             fired = [(scheduler.owner, firing.key) for scheduler in schedulers for firing in scheduler.step().fired]
             own.advance(timedelta(seconds=2))  # the worker picks it up two seconds later
-            Worker(fleet, app, heartbeat=False, owner="worker-1").run(until_idle=True)
+            Worker(fleet, app, WorkerSettings(heartbeat=False, owner="worker-1")).run(until_idle=True)
             label = ", ".join(f"{key[11:16]} by {owner}" for owner, key in fired) or "nothing"
             rows.append((f"{at:%H:%M}", label, note))
 

@@ -3,8 +3,9 @@
 The pure rules (``retry``: when a failed attempt is retried or dead-lettered; ``batching``: what fits
 the time limit and how failing batches split) read no clock, store or file. ``execute`` is the one
 implementation of an attempt (handler calls, failure policy, dedup, time limit) that the worker, sync
-calls and the planner share. ``invoker`` is the caller's side, ``worker`` the engine's, ``dlq`` the
-dead-letter store, ``metrics`` the figures of a run.
+calls and the planner share. ``invoker`` is the caller's side; the worker's collaborators are here (``claims``,
+``heartbeat``, ``running``, ``cutter``, ``idle``, ``settings``) and the ``Worker`` that coordinates them
+is in ``vardiya.service.worker``; ``dlq`` is the dead-letter store, ``metrics`` the figures of a run.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from .retry import (
     Wait,
     jitter_fraction,
 )
-from .worker import Worker, WorkerReport
+from .report import WorkerReport
+from .settings import WorkerSettings
 
 __all__ = [
     "AttemptOutcome",
@@ -60,8 +62,8 @@ __all__ = [
     "RetryDecision",
     "RetryPolicy",
     "Wait",
-    "Worker",
     "WorkerReport",
+    "WorkerSettings",
     "bisect",
     "check_batch_size",
     "jitter_fraction",

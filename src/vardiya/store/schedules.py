@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import sqlalchemy as sa
 
@@ -22,10 +22,27 @@ from .streams import notify
 from .url import Backend
 
 if TYPE_CHECKING:
-    from ..schedule.plan import Firing
     from .api import Store
 
-__all__ = ["ScheduleState", "ScheduleStep", "Schedules"]
+__all__ = ["Firing", "ScheduleState", "ScheduleStep", "Schedules"]
+
+
+class Firing(Protocol):
+    """What the store enqueues for a schedule's planned time (``schedule.plan.Firing`` is one): the
+    store takes it by shape, so it never imports the scheduling layer above it."""
+
+    @property
+    def schedule(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def payload(self) -> dict[str, Any]: ...
+    @property
+    def run_after(self) -> datetime: ...
+    @property
+    def max_attempts(self) -> int: ...
 
 _CHUNK = 500
 
