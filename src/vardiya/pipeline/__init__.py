@@ -35,6 +35,7 @@ from .mapping import (
 )
 from .io import Output, Read, TaskContext, UndeclaredReadWarning, task_output_path
 from .partitions import Daily, Monthly, PartitionKind, PartitionSet, Static, Unpartitioned
+from .options import RunOptions
 from .run import RunMode, RunResult, backfill, rerun, resume, run_pipeline
 from .stages import Pipeline, Stage
 from .state import PipelineState, PipelineStatus, RunRecord, TaskAttempt, TaskRead, TaskRecord, status
@@ -56,6 +57,7 @@ __all__ = [
     "Read",
     "Restart",
     "RunMode",
+    "RunOptions",
     "RunRecord",
     "RunResult",
     "RunState",

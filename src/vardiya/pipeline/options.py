@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import InvalidInput
 from .selection import partition_range
 
-__all__ = ["RunMode", "RunOptions"]
+__all__ = ["RunMode", "RunOptions", "task_names"]
 
 
 class RunMode(StrEnum):
@@ -29,7 +29,8 @@ class RunMode(StrEnum):
     BACKFILL = "backfill"
 
 
-def _names(value: str | Iterable[str] | None, what: str) -> tuple[str, ...] | None:
+def task_names(value: str | Iterable[str] | None, what: str = "tasks") -> tuple[str, ...] | None:
+    """Task names given as one name or many, as a tuple (None stays None: no selection)."""
     if value is None:
         return None
     names = (value,) if isinstance(value, str) else tuple(value)
@@ -68,7 +69,11 @@ class RunOptions:
     resumes: int | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mode", RunMode(self.mode))
+        try:
+            object.__setattr__(self, "mode", RunMode(self.mode))
+        except ValueError:
+            modes = ", ".join(mode.value for mode in RunMode)
+            raise InvalidInput(f"a run's mode is one of {modes}, got {self.mode!r}") from None
         concurrency = self.concurrency
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             what = "max_concurrent" if self.mode is RunMode.BACKFILL else "concurrency"
@@ -77,8 +82,8 @@ class RunOptions:
             raise InvalidInput(f"a pipeline run needs a root directory for its outputs, got {self.root!r}")
         object.__setattr__(self, "root", os.path.abspath(os.fspath(self.root)))
         object.__setattr__(self, "partitions", partition_range(self.partitions))
-        object.__setattr__(self, "tasks", _names(self.tasks, "tasks"))
-        object.__setattr__(self, "inject_failure", _names(self.inject_failure, "inject_failure") or ())
+        object.__setattr__(self, "tasks", task_names(self.tasks, "tasks"))
+        object.__setattr__(self, "inject_failure", task_names(self.inject_failure, "inject_failure") or ())
         for flag in ("fail_fast", "strict", "plan_upstream"):
             if not isinstance(getattr(self, flag), bool):
                 raise InvalidInput(f"{flag} must be True or False, got {getattr(self, flag)!r}")

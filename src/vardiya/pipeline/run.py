@@ -40,8 +40,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock
@@ -53,6 +52,7 @@ from ..tracebacks import format_traceback
 from .graph import TaskGraph, build_graph
 from .impact import descendants
 from .io import Read, TaskContext, UndeclaredReadWarning, publish, task_output_path
+from .options import RunMode, RunOptions, task_names
 from .selection import in_range, partition_range, plan_tasks
 from .stages import Pipeline, Stage
 from .state import AttemptEnd, PipelineState, TaskRecord
@@ -60,21 +60,12 @@ from .state import AttemptEnd, PipelineState, TaskRecord
 if TYPE_CHECKING:
     from ..store.api import Store
 
-__all__ = ["Progress", "RunMode", "RunResult", "backfill", "rerun", "resume", "run_pipeline"]
+__all__ = ["Execution", "Progress", "RunMode", "RunOptions", "RunResult", "backfill", "rerun", "resume", "run_pipeline"]
 
 # Told (tasks finished, tasks to run) as each task ends, in the coordinator's thread: a progress bar.
 Progress = Callable[[int, int], None]
 
 DRILL = "injected failure (drill)"
-
-
-class RunMode(StrEnum):
-    """How a run was started; stored with its options."""
-
-    RUN = "run"
-    RESUME = "resume"
-    RERUN = "rerun"
-    BACKFILL = "backfill"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,13 +106,26 @@ class RunResult:
         }
 
 
+@dataclass(frozen=True, kw_only=True)
+class Execution:
+    """How the tasks of one execution ended, as task ids (``RunResult`` names them in topological order)."""
+
+    succeeded: tuple[int, ...]
+    failed: tuple[int, ...]
+    blocked: tuple[int, ...]
+    #: Not launched: ``fail_fast`` stopped the run first.
+    pending: tuple[int, ...]
+    #: The last error of each failed task, by name.
+    errors: Mapping[str, str]
+    #: Reads the declared graph does not explain, as the tasks made them.
+    reads: tuple[Read, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not (self.failed or self.blocked or self.pending)
+
+
 # -- planning -----------------------------------------------------------------------------------------
-
-
-def _names(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _done(graph: TaskGraph, records: Mapping[str, TaskRecord], root: str) -> set[int]:
@@ -207,8 +211,8 @@ class _Runner:
             )
         ])
 
-    def execute(self, to_run: Sequence[int], *, concurrency: int, fail_fast: bool) -> dict[str, Any]:
-        """Run ``to_run`` (topological order) as their upstreams succeed; returns the outcomes by kind."""
+    def execute(self, to_run: Sequence[int], *, concurrency: int, fail_fast: bool) -> Execution:
+        """Run ``to_run`` (topological order) as their upstreams succeed; returns how each ended."""
         graph = self.graph
         names, positions, successors = graph.names, graph.positions, graph.successors
         runnable = set(to_run)
@@ -295,42 +299,20 @@ class _Runner:
             if pool is not None:
                 pool.shutdown(wait=True)
         done = {*succeeded, *failed, *blocked}
-        return {
-            "succeeded": succeeded, "failed": failed, "blocked": list(blocked),
-            "pending": [task for task in to_run if task not in done], "errors": errors, "reads": reads,
-        }
+        return Execution(
+            succeeded=tuple(succeeded), failed=tuple(failed), blocked=tuple(blocked),
+            pending=tuple(task for task in to_run if task not in done), errors=errors, reads=tuple(reads),
+        )
 
 
 # -- the ways in --------------------------------------------------------------------------------------
 
 
-def _check_concurrency(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInput(f"{what} must be a whole number of at least 1, got {value!r}")
-    return value
-
-
 def _start(
-    store: Store,
-    graph: TaskGraph,
-    *,
-    mode: RunMode,
-    root: str | os.PathLike[str],
-    partitions: tuple[str, str] | None,
-    tasks: tuple[str, ...] | None,
-    rerun_task: str | None,
-    concurrency: int,
-    fail_fast: bool,
-    strict: bool,
-    inject_failure: tuple[str, ...],
-    plan_upstream: bool,
-    clock: Clock | None,
-    extra: Mapping[str, Any] | None = None,
-    progress: Progress | None = None,
+    store: Store, graph: TaskGraph, options: RunOptions, *, clock: Clock | None, progress: Progress | None = None
 ) -> RunResult:
     """Plan (refusing bad input before anything is written), record the run, execute it, report."""
-    concurrency = _check_concurrency(concurrency, "concurrency")
-    root_text = os.path.abspath(os.fspath(root))  # a resume from another directory finds the same files
+    root_text, tasks, partitions, rerun_task = options.root, options.tasks, options.partitions, options.rerun
     state = PipelineState(store, graph.pipeline, clock=clock)
     records = state.tasks()
     done = _done(graph, records, root_text)
@@ -341,7 +323,7 @@ def _start(
     invalidate: list[str] = []
     if rerun_task is not None:
         selected = {graph.task_id(rerun_task), *(graph.task_id(name) for name in descendants(graph, rerun_task))}
-        if mode is RunMode.RERUN:
+        if options.mode is RunMode.RERUN:
             invalidate = [graph.names[task] for task in graph.order_ids if task in selected]
             done -= selected
     else:
@@ -356,8 +338,8 @@ def _start(
                 raise InvalidInput(
                     f"none of the selected tasks is in partition range {partitions[0]}..{partitions[1]}"
                 )
-    plan = plan_tasks(graph, selected, done, plan_upstream=plan_upstream)
-    for name in inject_failure:
+    plan = plan_tasks(graph, selected, done, plan_upstream=options.plan_upstream)
+    for name in options.inject_failure:
         task = graph.task_id(name)  # an unknown name is an error that suggests close names
         if task not in plan.to_run:
             why = "already done" if task in plan.planned else "not in the selection"
@@ -365,57 +347,47 @@ def _start(
                 f"inject_failure names {name}, which this run does not run ({why}); "
                 f"drill a task the run runs, or rerun {name} with the drill"
             )
-    options = {
-        "mode": mode.value,
-        "root": root_text,
-        "partitions": list(partitions) if partitions is not None else None,
-        "tasks": list(tasks) if tasks is not None else None,
-        "rerun": rerun_task,
-        "concurrency": concurrency,
-        "fail_fast": fail_fast,
-        "strict": strict,
-        "inject_failure": list(inject_failure),
-        "plan_upstream": plan_upstream,
-        **(extra or {}),
-    }
-    run_id = state.open_run(options, invalidate=invalidate)
+    run_id = state.open_run(options.to_json(), invalidate=invalidate)
     runner = _Runner(
-        graph=graph, state=state, run_id=run_id, root=root_text, strict=strict,
-        inject=frozenset(inject_failure), clock=state.clock, without_output=without_output, progress=progress,
+        graph=graph, state=state, run_id=run_id, root=root_text, strict=options.strict,
+        inject=frozenset(options.inject_failure), clock=state.clock, without_output=without_output, progress=progress,
         store=store,
     )
     try:
         with state.holding_connection():
-            outcome = runner.execute(plan.to_run, concurrency=concurrency, fail_fast=fail_fast)
+            outcome = runner.execute(plan.to_run, concurrency=options.concurrency, fail_fast=options.fail_fast)
     except BaseException:
         state.close_run(run_id, RunState.INTERRUPTED)
         raise
-    ok = not (outcome["failed"] or outcome["blocked"] or outcome["pending"])
-    state.close_run(run_id, RunState.SUCCEEDED if ok else RunState.FAILED)
+    state.close_run(run_id, RunState.SUCCEEDED if outcome.ok else RunState.FAILED)
     names, positions = graph.names, graph.positions
 
     def ordered(ids: Iterable[int]) -> tuple[str, ...]:
         return tuple(names[task] for task in sorted(ids, key=positions.__getitem__))
 
-    reads = tuple(sorted(outcome["reads"], key=lambda read: positions[graph.task_id(read.task)]))
+    reads = tuple(sorted(outcome.reads, key=lambda read: positions[graph.task_id(read.task)]))
     result = RunResult(
         run_id=run_id,
         pipeline=graph.pipeline,
-        ran=ordered([*outcome["succeeded"], *outcome["failed"]]),
-        succeeded=ordered(outcome["succeeded"]),
-        failed=ordered(outcome["failed"]),
-        blocked=ordered(outcome["blocked"]),
+        ran=ordered([*outcome.succeeded, *outcome.failed]),
+        succeeded=ordered(outcome.succeeded),
+        failed=ordered(outcome.failed),
+        blocked=ordered(outcome.blocked),
         skipped=ordered(plan.skipped),
-        pending=ordered(outcome["pending"]),
-        errors={name: outcome["errors"][name] for name in ordered(outcome["failed"])},
+        pending=ordered(outcome.pending),
+        errors={name: outcome.errors[name] for name in ordered(outcome.failed)},
         undeclared_reads=reads,
     )
-    if not strict:
+    if not options.strict:
         for read in reads:
             # Warned here, in the caller's thread, once the run is recorded: a warnings filter that
             # turns warnings into errors then cannot leave the run half-written.
             warnings.warn(read.missing_edge or read.read_task, UndeclaredReadWarning, stacklevel=3)
     return result
+
+
+def _drills(names: str | Iterable[str]) -> tuple[str, ...]:
+    return task_names(names, "inject_failure") or ()
 
 
 def _graph(pipeline: Pipeline | TaskGraph) -> TaskGraph:
@@ -445,12 +417,12 @@ def run_pipeline(
     as a drill without running their code. ``started_by`` (a trigger, its planned time) is kept with the
     run for ``vardiya pipeline triggers``. Bad input raises ``InvalidInput`` before anything is written.
     """
-    return _start(
-        store, _graph(pipeline), mode=RunMode.RUN, root=root, partitions=partition_range(partitions),
-        tasks=_names(tasks), rerun_task=None, concurrency=concurrency, fail_fast=fail_fast, strict=strict,
-        inject_failure=_names(inject_failure) or (), plan_upstream=plan_upstream, clock=clock,
-        extra={"started_by": dict(started_by)} if started_by else None, progress=progress,
+    options = RunOptions(
+        mode=RunMode.RUN, root=os.fspath(root), partitions=partition_range(partitions), tasks=task_names(tasks),
+        concurrency=concurrency, fail_fast=fail_fast, strict=strict, inject_failure=_drills(inject_failure),
+        plan_upstream=plan_upstream, started_by=started_by or None,
     )
+    return _start(store, _graph(pipeline), options, clock=clock, progress=progress)
 
 
 def resume(
@@ -471,23 +443,17 @@ def resume(
     last = PipelineState(store, graph.pipeline, clock=clock).last_run()
     if last is None:
         raise InvalidInput(f"pipeline {graph.pipeline!r} has no run to resume; start one with a run first")
-    options = last.options
-    partitions = options.get("partitions")
-    tasks = options.get("tasks")
-    return _start(
-        store, graph, mode=RunMode.RESUME,
-        root=root if root is not None else options["root"],
-        partitions=partition_range(tuple(partitions)) if partitions else None,  # type: ignore[arg-type]
-        tasks=tuple(tasks) if tasks is not None else None,
-        rerun_task=options.get("rerun"),
-        concurrency=concurrency if concurrency is not None else int(options.get("concurrency", 1)),
-        fail_fast=fail_fast if fail_fast is not None else bool(options.get("fail_fast", False)),
-        strict=strict if strict is not None else bool(options.get("strict", False)),
-        inject_failure=(),
-        plan_upstream=bool(options.get("plan_upstream", True)),
-        clock=clock,
-        extra={"resumes": last.id},
+    overrides: dict[str, Any] = {
+        name: value
+        for name, value in (("root", root), ("concurrency", concurrency), ("fail_fast", fail_fast), ("strict", strict))
+        if value is not None
+    }
+    # The last run's selection and settings, its drills and its trigger left out: a resume is its own run.
+    options = replace(
+        RunOptions.from_json(last.options), mode=RunMode.RESUME, inject_failure=(), started_by=None, resumes=last.id,
+        **overrides,
     )
+    return _start(store, graph, options, clock=clock)
 
 
 def rerun(
@@ -509,11 +475,11 @@ def rerun(
     """
     graph = _graph(pipeline)
     graph.task_id(task)  # an unknown name is an error that suggests close names
-    return _start(
-        store, graph, mode=RunMode.RERUN, root=root, partitions=None, tasks=None, rerun_task=task,
-        concurrency=concurrency, fail_fast=fail_fast, strict=strict,
-        inject_failure=_names(inject_failure) or (), plan_upstream=False, clock=clock,
+    options = RunOptions(
+        mode=RunMode.RERUN, root=os.fspath(root), rerun=task, concurrency=concurrency, fail_fast=fail_fast,
+        strict=strict, inject_failure=_drills(inject_failure), plan_upstream=False,
     )
+    return _start(store, graph, options, clock=clock)
 
 
 def backfill(
@@ -532,9 +498,8 @@ def backfill(
     progress: Progress | None = None,
 ) -> RunResult:
     """Run the tasks of partitions ``first..last`` that are not done, at most ``max_concurrent`` at once."""
-    _check_concurrency(max_concurrent, "max_concurrent")
-    return _start(
-        store, _graph(pipeline), mode=RunMode.BACKFILL, root=root, partitions=(first, last), tasks=None,
-        rerun_task=None, concurrency=max_concurrent, fail_fast=fail_fast, strict=strict,
-        inject_failure=_names(inject_failure) or (), plan_upstream=plan_upstream, clock=clock, progress=progress,
+    options = RunOptions(
+        mode=RunMode.BACKFILL, root=os.fspath(root), partitions=(first, last), concurrency=max_concurrent,
+        fail_fast=fail_fast, strict=strict, inject_failure=_drills(inject_failure), plan_upstream=plan_upstream,
     )
+    return _start(store, _graph(pipeline), options, clock=clock, progress=progress)
