@@ -3,7 +3,7 @@ listed newest first by family and name, and SLA misses counted per name."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -23,7 +23,6 @@ from vardiya.store.failures import FailureFamily, SlaMiss
 from vardiya.store.schema import ledger_failures
 from vardiya.tracebacks import TRACEBACK_LIMIT
 
-UTC = timezone.utc
 DAY = datetime(2026, 12, 1, tzinfo=UTC)
 
 

@@ -7,7 +7,7 @@ policy decides what fires after downtime; a worker calls the function with the p
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from vardiya.app import App
@@ -20,7 +20,7 @@ from vardiya.store import ItemState, Store, open_store
 
 from ..support.schedulers import at, step_together
 
-DAY1 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+DAY1 = datetime(2026, 12, 1, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
 ISTANBUL = ZoneInfo("Europe/Istanbul")
 

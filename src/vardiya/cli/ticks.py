@@ -12,8 +12,8 @@ from ..errors import InvalidInput
 from ..output import FitTable, progress
 from ..slots.runner import TICK_CAPTION, TICK_COLUMNS, Cut, ReplayReport, TickReport, planned_ticks, replay, run_tick
 from ..times import parse_time
-from .errors import print_failures
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
+from .errors import print_failures
 
 __all__ = ["replay_command", "tick"]
 

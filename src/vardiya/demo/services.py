@@ -10,7 +10,7 @@ again. ``vardiya status`` closes the section.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from ..store import LedgerStatus, Store, open_store
 
 __all__ = ["services_section"]
 
-DAY = datetime(2026, 12, 2, tzinfo=timezone.utc)
+DAY = datetime(2026, 12, 2, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 METERS = 2_400
 

@@ -109,7 +109,7 @@ def jitter_fraction(key: str, attempt: int) -> float:
         raise InvalidInput(f"a jitter key must be a string (the work item's key), got {key!r}")
     attempt = _whole_number(attempt, "attempt", at_least=1)
     digest = hashlib.blake2b(
-        f"{attempt}:{key}".encode("utf-8"), digest_size=8, person=_JITTER_PERSON
+        f"{attempt}:{key}".encode(), digest_size=8, person=_JITTER_PERSON
     ).digest()
     # the top 53 bits, exactly representable: a 64-bit value over 2**64 could round up to 1.0
     return (int.from_bytes(digest, "big") >> 11) / 2.0**53

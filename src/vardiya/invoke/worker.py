@@ -293,7 +293,7 @@ class Worker:
             if held:
                 try:
                     self.store.items.heartbeat(held, owner=self.owner, lease=self.lease)
-                except Exception:  # noqa: BLE001 - a missed beat is retried; the lease has slack
+                except Exception:  # a missed beat is retried; the lease has slack
                     log.warning("heartbeat failed for %d item(s)", len(held), exc_info=True)
 
     # -- ticks and pipeline runs ----------------------------------------------------------------------
@@ -555,6 +555,6 @@ class Worker:
         if handler.on_failure is not None:
             try:
                 handler.on_failure(handler.name, item, error)
-            except Exception:  # noqa: BLE001 - a broken hook must not stop the worker
+            except Exception:  # a broken hook must not stop the worker
                 log.exception("on_failure hook of handler %s raised", handler.name)
 

@@ -22,9 +22,9 @@ from types import MappingProxyType
 from typing import Any, TypeVar, overload
 
 from ..errors import ConfigurationError
-from .mapping import PartitionMapping
 from ..limits import check_name
 from ..sla import check_sla
+from .mapping import PartitionMapping
 from .partitions import PartitionSet, Unpartitioned
 
 __all__ = ["Pipeline", "Stage"]

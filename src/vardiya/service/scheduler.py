@@ -28,11 +28,11 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..catchup import decide
 from ..clock import Clock, SystemClock
 from ..errors import ConfigurationError
-from ..catchup import decide
 from ..schedule.periodic import PeriodicSchedule
 from ..schedule.plan import Firing, TickSchedule, TimeSchedule, TriggerSchedule
 from ..schedule.triggers import Cron, DataArrival, PeriodClose, Upstream
@@ -133,7 +133,7 @@ class Scheduler:
                     self.schedules[timed.name] = timed
                 elif isinstance(trigger, DataArrival | Upstream):
                     self.sensors.append(Sensor(store, entry, trigger))
-        self._next: dict[str, datetime | None] = {name: None for name in self.schedules}
+        self._next: dict[str, datetime | None] = dict.fromkeys(self.schedules)
         self._seen: dict[str, datetime | None] = {}  # each schedule's stored cursor, as last read
         self._stale = set(self.schedules)  # not decided since this scheduler started: decide them now
         self._live_from: datetime | None = None
@@ -196,7 +196,7 @@ class Scheduler:
                 firings = sensor.check(now)
                 if firings:
                     steps = self.store.schedules.advance(
-                        [sensor.name], lambda _name, _state: ScheduleStep(firings=firings, checked=True), owner=self.owner
+                        [sensor.name], lambda _name, _state, firings=firings: ScheduleStep(firings=firings, checked=True), owner=self.owner
                     )
                     step = steps.get(sensor.name)
                     sensor.fired(firings)

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..invoke.execute import error_text
-from ..tracebacks import format_traceback
 from ..invoke.gate import storable
 from ..pipeline.run import run_pipeline
 from ..schedule.periodic import PERIODIC_PREFIX, periodic_kind
 from ..schedule.plan import PIPELINE_PREFIX, TICK_PREFIX, pipeline_kind, tick_kind
 from ..slots.runner import run_tick
 from ..store.records import WorkItem
+from ..tracebacks import format_traceback
 
 if TYPE_CHECKING:
     from ..app import App

@@ -174,7 +174,7 @@ class RecordClaims:
         if by is not None:
             query = query.where(c.owner == by)
         with self._store.reading() as connection:
-            return {record: holder for record, holder in connection.execute(query)}
+            return dict(connection.execute(query).all())
 
     @staticmethod
     def free_clause(job: str, period: str, record_column: sa.ColumnElement[Any], now: datetime) -> sa.ColumnElement[bool]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
@@ -278,7 +278,7 @@ def _sqlite_text_time(moment: datetime | None) -> str | None:
     )
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -385,7 +385,7 @@ class HotSQL:
         id) of the items that were new."""
         written = self._item_time(now)
         if self.backend is Backend.POSTGRESQL:
-            columns = [list(column) for column in zip(*rows)] if rows else [[], [], [], [], []]
+            columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], [], [], []]
             return connection.exec_driver_sql(_POSTGRES_ENQUEUE_ROWS, (*columns, written, written)).fetchall()
         times: dict[datetime, int | None] = {}  # items enqueued together mostly share their time
         for row in rows:
@@ -414,7 +414,7 @@ class HotSQL:
         written = self._item_time(now)
         shared = (kind, max_attempts, self._item_time(run_after))
         if self.backend is Backend.POSTGRESQL:
-            keys, payloads = (list(column) for column in zip(*pairs)) if pairs else ([], [])
+            keys, payloads = (list(column) for column in zip(*pairs, strict=True)) if pairs else ([], [])
             return connection.exec_driver_sql(
                 _POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written)
             ).fetchall()
@@ -465,14 +465,14 @@ class HotSQL:
         """``complete_statements`` that also set each item's ``busy_ms`` and ``result`` (JSON text or None,
         which keeps the stored result); ``busy`` and ``results`` run along ``ids``."""
         if self.backend is Backend.POSTGRESQL:
-            rows = sorted(zip(ids, busy, results), key=_first)  # ascending ids: see _POSTGRES_COMPLETE
-            return [(_POSTGRES_COMPLETE_TIMED, (self._item_time(now), *map(list, zip(*rows)), owner))]
+            rows = sorted(zip(ids, busy, results, strict=True), key=_first)  # ascending ids: see _POSTGRES_COMPLETE
+            return [(_POSTGRES_COMPLETE_TIMED, (self._item_time(now), *map(list, zip(*rows, strict=True)), owner))]
         t_now = _sqlite_item_time(now)
         statements = []
         # three parameters a row: a third of the ids per statement that a plain completion binds
         step = _SQLITE_IDS_PER_STATEMENT // 3
         for start in range(0, len(ids), step):
-            rows = list(zip(ids[start : start + step], busy[start : start + step], results[start : start + step]))
+            rows = list(zip(ids[start : start + step], busy[start : start + step], results[start : start + step], strict=True))
             statements.append((_sqlite_complete_timed(len(rows), returning), (t_now, *chain(*rows), owner)))
         return statements
 

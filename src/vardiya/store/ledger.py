@@ -14,7 +14,7 @@ goes"); it builds each prepared row once instead.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -47,7 +47,7 @@ if _LEDGER_COLUMNS != ROW_COLUMNS:  # the runner builds rows in this order; a si
 
 #: Rows are upserted in primary-key order (see ``mark_rows``).
 _PRIMARY_KEY = itemgetter(0, 1, 2)
-_UTC = timezone.utc
+_UTC = UTC
 _SECOND = timedelta(seconds=1)
 
 
@@ -77,7 +77,7 @@ def _time_converter(hot: HotSQL) -> Callable[[datetime], Any]:
         # has a fraction of a second (rare, but a datetime allows it); a naive one must fail in slow.
         if moment.tzinfo is _UTC:
             if low <= moment < high:
-                return prefix + "%06d" % moment.microsecond
+                return f"{prefix}{moment.microsecond:06d}"
             text: str = slow(moment)
             low = moment.replace(microsecond=0)
             high = low + _SECOND

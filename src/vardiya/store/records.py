@@ -91,7 +91,7 @@ class WorkItem:
     slots below: a claim sets them once per item.
     """
 
-    __slots__ = ("_id", "_values", "_tail", "_payload")
+    __slots__ = ("_id", "_payload", "_tail", "_values")
     _id: int
     _values: tuple[Any, ...]
     _tail: tuple[Any, ...]
@@ -215,7 +215,7 @@ class WorkItem:
         return hash(self._fields())
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={value!r}" for name, value in zip(WORK_ITEM_FIELDS, self._fields()))
+        fields = ", ".join(f"{name}={value!r}" for name, value in zip(WORK_ITEM_FIELDS, self._fields(), strict=True))
         return f"WorkItem({fields})"
 
     def __reduce__(self) -> tuple[Any, ...]:

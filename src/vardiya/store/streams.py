@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -45,7 +45,7 @@ NOTIFY_CHANNEL = "vardiya_work"
 
 _FINISHED = (ItemState.SUCCEEDED.value, ItemState.DEAD.value)
 _INSERT_BATCH = work_items.insert().returning(work_items.c.id)
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def epoch_ms(moment: datetime) -> int:
