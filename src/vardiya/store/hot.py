@@ -37,7 +37,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..clock import ensure_aware
-from .records import CLAIM_ROW_FIELDS, ItemState, WorkItem, claim_tail, claimed_items, record_key
+from .records import CLAIM_ROW_FIELDS, ItemState, LedgerStatus, WorkItem, claim_tail, claimed_items, record_key
 from .url import Backend
 
 if TYPE_CHECKING:
@@ -251,18 +251,19 @@ _LEDGER_COLUMNS = (
     "duration_ms", "rows", "bytes", "error",
 )
 
+_DONE = f"'{LedgerStatus.DONE.value}'"
 # ``done`` is sticky: a later failed mark of a done record changes nothing but the attempt count.
-_LEDGER_UPSERT = """
-INSERT INTO ledger ({columns}) VALUES ({marks})
+_LEDGER_UPSERT = f"""
+INSERT INTO ledger ({{columns}}) VALUES ({{marks}})
 ON CONFLICT (job, period, record) DO UPDATE SET
-    status = CASE WHEN ledger.status = 'done' THEN ledger.status ELSE excluded.status END,
+    status = CASE WHEN ledger.status = {_DONE} THEN ledger.status ELSE excluded.status END,
     attempts = ledger.attempts + excluded.attempts,
     first_attempt_at = COALESCE(ledger.first_attempt_at, excluded.first_attempt_at),
     last_attempt_at = excluded.last_attempt_at,
-    duration_ms = CASE WHEN ledger.status = 'done' THEN ledger.duration_ms ELSE excluded.duration_ms END,
-    rows = CASE WHEN ledger.status = 'done' THEN ledger.rows ELSE excluded.rows END,
-    bytes = CASE WHEN ledger.status = 'done' THEN ledger.bytes ELSE excluded.bytes END,
-    error = CASE WHEN ledger.status = 'done' THEN ledger.error ELSE excluded.error END,
+    duration_ms = CASE WHEN ledger.status = {_DONE} THEN ledger.duration_ms ELSE excluded.duration_ms END,
+    rows = CASE WHEN ledger.status = {_DONE} THEN ledger.rows ELSE excluded.rows END,
+    bytes = CASE WHEN ledger.status = {_DONE} THEN ledger.bytes ELSE excluded.bytes END,
+    error = CASE WHEN ledger.status = {_DONE} THEN ledger.error ELSE excluded.error END,
     slot = COALESCE(excluded.slot, ledger.slot)
 """
 
@@ -386,7 +387,8 @@ class HotSQL:
         written = self._item_time(now)
         if self.backend is Backend.POSTGRESQL:
             columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], [], [], []]
-            return connection.exec_driver_sql(_POSTGRES_ENQUEUE_ROWS, (*columns, written, written)).fetchall()
+            made = connection.exec_driver_sql(_POSTGRES_ENQUEUE_ROWS, (*columns, written, written))
+            return [(made_kind, key, item_id) for made_kind, key, item_id in made]
         times: dict[datetime, int | None] = {}  # items enqueued together mostly share their time
         for row in rows:
             if row[4] not in times:
@@ -415,9 +417,8 @@ class HotSQL:
         shared = (kind, max_attempts, self._item_time(run_after))
         if self.backend is Backend.POSTGRESQL:
             keys, payloads = (list(column) for column in zip(*pairs, strict=True)) if pairs else ([], [])
-            return connection.exec_driver_sql(
-                _POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written)
-            ).fetchall()
+            made = connection.exec_driver_sql(_POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written))
+            return [(made_kind, key, item_id) for made_kind, key, item_id in made]
         step = _SQLITE_IDS_PER_STATEMENT // 2
         return self._run_sqlite_enqueue(connection, (
             (_sqlite_enqueue(len(chunk), True), (written, written, *shared, *chain.from_iterable(chunk)))
