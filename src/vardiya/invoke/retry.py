@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from ..clock import ensure_aware
 from ..errors import InvalidInput
@@ -95,12 +95,17 @@ def _whole_number(value: object, what: str, *, at_least: int) -> int:
     return value
 
 
-def _enum_value(enum: type[StrEnum], value: object, what: str) -> Any:
-    try:
-        return enum(value)
-    except ValueError:
-        choices = ", ".join(repr(member.value) for member in enum)
-        raise InvalidInput(f"{what} {value!r} is not known; use one of {choices}") from None
+_Choice = TypeVar("_Choice", bound=StrEnum)
+
+
+def _enum_value(enum: type[_Choice], value: object, what: str) -> _Choice:
+    if isinstance(value, str):  # a member is a str too
+        try:
+            return enum(value)
+        except ValueError:
+            pass
+    choices = ", ".join(repr(member.value) for member in enum)
+    raise InvalidInput(f"{what} {value!r} is not known; use one of {choices}")
 
 
 def jitter_fraction(key: str, attempt: int) -> float:

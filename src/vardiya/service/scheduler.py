@@ -196,7 +196,9 @@ class Scheduler:
                 firings = sensor.check(now)
                 if firings:
                     steps = self.store.schedules.advance(
-                        [sensor.name], lambda _name, _state, firings=firings: ScheduleStep(firings=firings, checked=True), owner=self.owner
+                        [sensor.name],
+                        lambda _name, _state: ScheduleStep(firings=firings, checked=True),  # noqa: B023 - called at once
+                        owner=self.owner,
                     )
                     step = steps.get(sensor.name)
                     sensor.fired(firings)

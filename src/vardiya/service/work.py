@@ -167,6 +167,6 @@ class ServiceWork:
             self.metrics.pipeline_done(entry.name, result)
         if result.failed or result.blocked or result.pending:
             failed = ", ".join(result.failed) or "none"
-            error = f"run {result.run_id}: failed {failed}; {len(result.blocked)} blocked"
-            return ServiceOutcome(False, result=document, error=error, retry_at=self._retry_at(entry.retry_wait_s))
+            summary = f"run {result.run_id}: failed {failed}; {len(result.blocked)} blocked"
+            return ServiceOutcome(False, result=document, error=summary, retry_at=self._retry_at(entry.retry_wait_s))
         return ServiceOutcome(True, result=document)

@@ -143,8 +143,8 @@ def _counts(ids: Sequence[RecordId], slots: int, assign: Assign) -> list[int]:
     for record_id in ids:
         if assign is Assign.HASH:
             counts[hash_slot(record_id, slots)] += 1
-        else:
-            counts[record_id % slots] += 1  # type: ignore[operator]
+        elif isinstance(record_id, int):  # MOD is counted only when every id is a whole number
+            counts[record_id % slots] += 1
     return counts
 
 

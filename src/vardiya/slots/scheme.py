@@ -45,7 +45,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..clock import ensure_aware
@@ -122,12 +122,17 @@ class PlannedTick(NamedTuple):
     slot: int
 
 
-def _enum(kind: type[Assign] | type[Layout], value: object, field: str) -> object:
-    try:
-        return kind(value)
-    except ValueError:
-        choices = " or ".join(repr(member.value) for member in kind)
-        raise InvalidInput(f"{field}={value!r} is not known; use {choices}") from None
+_Choice = TypeVar("_Choice", bound=StrEnum)
+
+
+def _enum(kind: type[_Choice], value: object, field: str) -> _Choice:
+    if isinstance(value, str):  # a member is a str too
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    choices = " or ".join(repr(member.value) for member in kind)
+    raise InvalidInput(f"{field}={value!r} is not known; use {choices}")
 
 
 def describe_duration(period: timedelta) -> str:

@@ -187,4 +187,4 @@ class Invocations(InvocationReads):
         if since is not None:
             query = query.where(q.started_at >= since)
         with self._store.reading() as connection:
-            return [row._mapping for row in connection.execute(query)]
+            return [row._asdict() for row in connection.execute(query)]

@@ -383,7 +383,7 @@ class Ledger:
         """How many records of the period are done and failed."""
         c = ledger.c
         with self._store.reading() as connection:
-            found = dict(
+            found: dict[str, int] = dict(
                 connection.execute(
                     sa.select(c.status, sa.func.count())
                     .where(c.job == job, c.period == period)

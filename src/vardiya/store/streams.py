@@ -20,9 +20,10 @@ with an optional key, offsets in order, batches cut per lane; the consumer above
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import sqlalchemy as sa
 
@@ -254,7 +255,7 @@ class Streams:
         """
         # the sqlite3 connection itself, inside the transaction SQLAlchemy opened on it: a statement
         # through exec_driver_sql cost more in SQLAlchemy's result set-up than in SQLite
-        raw = connection.connection.driver_connection
+        raw = cast(sqlite3.Connection, connection.connection.driver_connection)  # never None on a live connection
         rows = raw.execute(_SQLITE_CUT_SELECT, (stream, lane, batch_size)).fetchall()
         if not rows:
             return None
