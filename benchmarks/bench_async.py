@@ -564,7 +564,7 @@ def report(backend: str, items: int, groups: dict[str, list[Runner]], peer: str,
     top = max(vardiya, key=lambda each: each.drain.median)
     default = vardiya[0].drain
     end_to_end = Series("vardiya", f"{top.drain.config}, submit + drain")
-    end_to_end.rates = [1 / (1 / enqueue + 1 / drain) for enqueue, drain in zip(top.enqueue.rates, top.drain.rates)]
+    end_to_end.rates = [1 / (1 / enqueue + 1 / drain) for enqueue, drain in zip(top.enqueue.rates, top.drain.rates, strict=True)]
     print(f"[{backend}] end to end (enqueue time + drain time)")
     print(end_to_end.line())
     raw = groups["raw"][0].drain
