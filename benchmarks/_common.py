@@ -80,7 +80,7 @@ def scratch_postgres(server_url: str) -> Iterator[Scratch]:
     try:
         admin = psycopg.connect(server, autocommit=True, connect_timeout=5)
     except psycopg.OperationalError as error:
-        raise SystemExit(f"PostgreSQL at {server} is unreachable ({error}); give --pg-url or --backend sqlite")
+        raise SystemExit(f"PostgreSQL at {server} is unreachable ({error}); give --pg-url or --backend sqlite") from None
     with admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     params = conninfo_to_dict(server)

@@ -556,7 +556,7 @@ def interleave(groups: list[list[Runner]], runs: int) -> None:
 def end_to_end(each: Runner) -> Series:
     """Submit + drain of one configuration, run by run: N / (enqueue time + drain time)."""
     series = Series(each.drain.system, f"{each.drain.config}, submit + drain")
-    series.rates = [1 / (1 / enqueue + 1 / drain) for enqueue, drain in zip(each.enqueue.rates, each.drain.rates)]
+    series.rates = [1 / (1 / enqueue + 1 / drain) for enqueue, drain in zip(each.enqueue.rates, each.drain.rates, strict=True)]
     return series
 
 

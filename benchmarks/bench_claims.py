@@ -161,10 +161,9 @@ def raw_postgres_side(conninfo: str, rows: int) -> tuple[Any, Any]:
     def prepare() -> None:
         with connection.transaction():
             connection.execute("TRUNCATE t RESTART IDENTITY")
-            with connection.cursor() as cursor:
-                with cursor.copy("COPY t (state, payload) FROM STDIN") as copy:
-                    for (text,) in raw_payloads(rows):
-                        copy.write_row(("ready", text))
+            with connection.cursor() as cursor, cursor.copy("COPY t (state, payload) FROM STDIN") as copy:
+                for (text,) in raw_payloads(rows):
+                    copy.write_row(("ready", text))
         connection.autocommit = True
         try:
             connection.execute("ANALYZE t")

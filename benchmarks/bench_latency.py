@@ -261,7 +261,7 @@ def raw_run(target: Scratch, items: int, gap_s: float) -> Run:
 def summary(name: str, runs: list[Run], attribute: str) -> tuple[float, float, str]:
     p50s = [percentile(getattr(run, attribute), 0.50) for run in runs]
     p99s = [percentile(getattr(run, attribute), 0.99) for run in runs]
-    each = "; ".join(f"{p50:.1f}/{p99:.1f}" for p50, p99 in zip(p50s, p99s))
+    each = "; ".join(f"{p50:.1f}/{p99:.1f}" for p50, p99 in zip(p50s, p99s, strict=True))
     p50, p99 = statistics.median(p50s), statistics.median(p99s)
     return p50, p99, f"  {name:<34} p50 {p50:7.2f} ms   p99 {p99:7.2f} ms   (runs p50/p99: {each})"
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ SQLITE_TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 
 def make_entries(count: int) -> list[LedgerEntry]:
     """The records one run marks: all done, every measured field set."""
-    start = datetime(2026, 12, 1, 3, 0, tzinfo=timezone.utc)
+    start = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
     finish = start + timedelta(milliseconds=12)
     return [
         LedgerEntry(
@@ -78,7 +78,7 @@ def raw_rows(entries: list[LedgerEntry], backend: str) -> list[tuple[Any, ...]]:
     def moment(value: datetime | None) -> Any:
         if value is None or backend == "postgresql":
             return value
-        return value.astimezone(timezone.utc).strftime(SQLITE_TIME_FORMAT)
+        return value.astimezone(UTC).strftime(SQLITE_TIME_FORMAT)
 
     return [
         (

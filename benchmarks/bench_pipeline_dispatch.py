@@ -34,7 +34,7 @@ from vardiya.pipeline import Daily, Pipeline, build_graph, run_pipeline, same
 
 def noop(context):  # type: ignore[no-untyped-def]
     """A stage that does nothing and produces no output."""
-    return None
+    return
 
 
 ROW = [{"n": 1}]

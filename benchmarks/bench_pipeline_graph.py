@@ -39,9 +39,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import load_average  # noqa: E402
+from _common import load_average
 
-from vardiya.pipeline import (  # noqa: E402
+from vardiya.pipeline import (
     Daily,
     Pipeline,
     Stage,

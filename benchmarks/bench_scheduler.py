@@ -71,7 +71,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +80,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import DEFAULT_PG_URL, Comparison, Scratch, compare, load_average, scratch  # noqa: E402
 
-FIRST_AT = datetime(2026, 12, 1, 0, 30, tzinfo=timezone.utc)  # the first step; it fires the 00:00 tick
+FIRST_AT = datetime(2026, 12, 1, 0, 30, tzinfo=UTC)  # the first step; it fires the 00:00 tick
 WINDOW = timedelta(hours=1)  # SlotScheme(slots=24): one slot window
 OWNER = "bench-raw"
 DRAIN_S = 10.0  # after the scheduler stops: how long the workers get to finish what it fired
@@ -207,21 +207,21 @@ def raw_planning(backend: str, target: str, jobs: int, steps: int) -> PlanRates:
     columns = "kind, key, payload, state, attempts, max_attempts, run_after, created_at, updated_at"
     if postgres:
         insert_items = [(
-            "WITH k AS (INSERT INTO work_item_keys (kind, key, item_id) VALUES (%s, %s, nextval('work_items_id_seq'))"
-            f" ON CONFLICT DO NOTHING RETURNING kind, key, item_id) INSERT INTO work_items (id, {columns})"
-            " SELECT k.item_id, k.kind, k.key, %s, %s, %s, %s, %s, %s, %s FROM k",
+            ("WITH k AS (INSERT INTO work_item_keys (kind, key, item_id) VALUES (%s, %s, nextval('work_items_id_seq'))"
+             f" ON CONFLICT DO NOTHING RETURNING kind, key, item_id) INSERT INTO work_items (id, {columns})"
+             " SELECT k.item_id, k.kind, k.key, %s, %s, %s, %s, %s, %s, %s FROM k"),
             lambda row: row,
         )]
     else:
         insert_items = [
             (
-                f"INSERT INTO work_items ({columns}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?"
-                " WHERE NOT EXISTS (SELECT 1 FROM work_item_keys WHERE kind = ? AND key = ?)",
+                (f"INSERT INTO work_items ({columns}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?"
+                 " WHERE NOT EXISTS (SELECT 1 FROM work_item_keys WHERE kind = ? AND key = ?)"),
                 lambda row: (*row, row[0], row[1]),
             ),
             (
-                "INSERT OR IGNORE INTO work_item_keys (kind, key, item_id) SELECT kind, key, id FROM work_items"
-                " WHERE kind = ? AND key = ?",
+                ("INSERT OR IGNORE INTO work_item_keys (kind, key, item_id) SELECT kind, key, id FROM work_items"
+                 " WHERE kind = ? AND key = ?"),
                 lambda row: row[:2],
             ),
         ]
@@ -295,7 +295,7 @@ def raw_planning(backend: str, target: str, jobs: int, steps: int) -> PlanRates:
         at, written = item_time(planned), item_time(now)
         items = [
             (kind, key, payload_value({"job": job, "planned_at": planned_text}), "pending", 0, 3, at, written, written)
-            for kind, job in zip(kinds, jobs_names)
+            for kind, job in zip(kinds, jobs_names, strict=True)
         ]
         through, changed = cursor_time(planned), cursor_time(now)
         with transaction():
@@ -459,8 +459,8 @@ class Lateness:
         missing = self.expected - len(self.done) - sum(self.not_done.values())
         left_out = f"; the first {self.late_start_s:.0f} s left out" if self.late_start_s else ""
         lines = [
-            f"[{self.backend}] lateness, --load {self.load}: {len(self.done)} ticks succeeded of {self.expected} planned "
-            f"(not done by the end: {states}; never fired: {missing}; processes up in {self.up_s:.1f} s{left_out})",
+            (f"[{self.backend}] lateness, --load {self.load}: {len(self.done)} ticks succeeded of {self.expected} planned "
+             f"(not done by the end: {states}; never fired: {missing}; processes up in {self.up_s:.1f} s{left_out})"),
         ]
         if self.done:
             lines.append(f"  tick start lateness : {_quantiles(self.done)}")
@@ -563,8 +563,8 @@ def lateness_run(target: Scratch, args: argparse.Namespace, load: int) -> Latene
         first = max(start, math.ceil(max(readies) + 1.0))
         if first >= end:
             raise SystemExit(f"the vardiya processes came up {max(readies) - start:.1f} s after the first tick")
-        window_start = datetime.fromtimestamp(first, timezone.utc)
-        window_end = datetime.fromtimestamp(end, timezone.utc)
+        window_start = datetime.fromtimestamp(first, UTC)
+        window_end = datetime.fromtimestamp(end, UTC)
         expected = args.late_jobs * int(end - first)  # a tick per job per second
         store = open_store(target.store_url)
         try:

@@ -43,12 +43,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import DEFAULT_PG_URL, scratch_postgres  # noqa: E402
+from _common import DEFAULT_PG_URL, scratch_postgres
 
-from vardiya.slots import SlotScheme  # noqa: E402
-from vardiya.slots.index import add_slot_index  # noqa: E402
-from vardiya.slots.sql_source import SqlTableSource  # noqa: E402
-from vardiya.store import Store, open_store  # noqa: E402
+from vardiya.slots import SlotScheme
+from vardiya.slots.index import add_slot_index
+from vardiya.slots.sql_source import SqlTableSource
+from vardiya.store import Store, open_store
 
 WORK = Path(__file__).resolve().parent / ".work"
 SCHEME = SlotScheme(slots=24)

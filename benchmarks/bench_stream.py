@@ -36,6 +36,7 @@ from typing import Any
 sys.dont_write_bytecode = True  # keep benchmarks/ free of __pycache__
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import sqlalchemy as sa  # noqa: E402
 from _common import Scratch, load_average, scratch  # noqa: E402
 from _invocation import (  # noqa: E402
     Series,
@@ -47,8 +48,6 @@ from _invocation import (  # noqa: E402
     remove_sqlite,
     sqlite_run_url,
 )
-
-import sqlalchemy as sa  # noqa: E402
 
 from vardiya.app import App  # noqa: E402
 from vardiya.invoke.invoker import Invoker  # noqa: E402
@@ -180,10 +179,9 @@ def raw_postgres_side(conninfo: str, items: int) -> tuple[Callable[[], float], C
     texts = [json.dumps(record, separators=(",", ":")) for record in records(items)]
 
     def run() -> float:
-        with connection.transaction(), connection.cursor() as cursor:
-            with cursor.copy("COPY s (payload) FROM STDIN") as copy:
-                for text in texts:
-                    copy.write_row((text,))
+        with connection.transaction(), connection.cursor() as cursor, cursor.copy("COPY s (payload) FROM STDIN") as copy:
+            for text in texts:
+                copy.write_row((text,))
         analyze_postgres(conninfo, ["s"])
         CALLED.clear()
         began = time.perf_counter()
@@ -224,7 +222,7 @@ def bench(target: Scratch, args: Any) -> None:
     print(vardiya.line())
     print(f"[{target.backend}] append (timed on its own, not part of the consumption)")
     print(appended.line())
-    end_to_end = [1 / (1 / a + 1 / d) for a, d in zip(appended.rates, vardiya.rates)]
+    end_to_end = [1 / (1 / a + 1 / d) for a, d in zip(appended.rates, vardiya.rates, strict=True)]
     print(f"  vardiya append + consume, end to end: {sorted(end_to_end)[len(end_to_end) // 2]:,.0f} records/s")
     print(f"  ratio vardiya/raw: {vardiya.median / raw.median:.3f}")
     if target.backend == "sqlite":

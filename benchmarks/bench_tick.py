@@ -69,7 +69,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,7 @@ from _common import DEFAULT_PG_URL, TARGET_RATIO, Comparison, load_average, scra
 JOB = "bench-tick"
 PERIOD = "2026-12-01"
 HISTORY_PERIOD = "2026-11-30"  # PostgreSQL: the day before, in the ledger (and raw_ledger) before each run
-PLANNED_AT = datetime(2026, 12, 1, 0, 0, tzinfo=timezone.utc)  # slot 0 of the day 2026-12-01
+PLANNED_AT = datetime(2026, 12, 1, 0, 0, tzinfo=UTC)  # slot 0 of the day 2026-12-01
 LOAD_CHUNK = 200_000  # PostgreSQL COPY buffer, in rows
 FLUSH = 500  # vardiya's flush_every default, and the raw loop's chunk
 BIG = 1_000_000  # above this many rows, --big-runs applies
@@ -211,7 +211,7 @@ def child_raw(task: dict[str, Any]) -> dict[str, Any]:
     sqlite = task["backend"] == "sqlite"
 
     def moment() -> Any:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         return now.strftime(SQLITE_TIME_FORMAT) if sqlite else now
 
     def chunk(first: int) -> list[tuple[Any, ...]]:

@@ -94,8 +94,8 @@ def _pictures(scratch: Path) -> dict[str, str]:
     from vardiya.demo import DEMO_START
     from vardiya.demo.nightly import nightly_section
     from vardiya.demo.pipelines import pipelines_section
-    from vardiya.examples.meter_validation import NIGHT_CSV
     from vardiya.examples.meter_pipeline import pipeline
+    from vardiya.examples.meter_validation import NIGHT_CSV
     from vardiya.pipeline import build_graph
     from vardiya.pipeline.grid import grid_svg
     from vardiya.plan import load_profile, load_workload, sweep
@@ -191,7 +191,7 @@ def _metrics_page(scratch: Path) -> str:
         metrics = ServiceMetrics()
         metrics.watch(store, app)
         labels_of = {
-            wrapper._name: tuple(wrapper._labelnames)  # noqa: SLF001 - the label names of a declared metric
+            wrapper._name: tuple(wrapper._labelnames)  # the label names of a declared metric (private)
             for wrapper in vars(metrics).values()
             if isinstance(wrapper, MetricWrapperBase)
         }

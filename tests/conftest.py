@@ -12,7 +12,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,7 @@ from vardiya.store import Store, open_store
 from vardiya.store.schema import metadata
 
 POSTGRES_ENV = "VARDIYA_TEST_POSTGRES"
-START = datetime(2026, 12, 1, 0, 0, tzinfo=timezone.utc)
+START = datetime(2026, 12, 1, 0, 0, tzinfo=UTC)
 BACKENDS = ["sqlite", "postgresql"]
 
 

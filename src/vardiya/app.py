@@ -25,10 +25,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from .catchup import CatchUpPolicy
 from .errors import AppNotFound, ConfigurationError
 from .invoke.handlers import Handler
 from .pipeline.stages import Pipeline
-from .catchup import CatchUpPolicy
 from .schedule.periodic import EPOCH, Periodic
 from .schedule.pipelines import ScheduledPipeline
 from .schedule.triggers import Trigger
@@ -256,7 +256,7 @@ def load_object(spec: str | None, *, what: str = "app", option: str = "--app / V
         module = _import(location, option)
     except AppNotFound:
         raise
-    except Exception as error:  # noqa: BLE001 - any import-time failure of user code is reported in one line
+    except Exception as error:  # any import-time failure of user code is reported in one line
         where = _where(error)
         raise AppNotFound(
             f"{what} {spec!r} does not import: {type(error).__name__}: {error}{where}"

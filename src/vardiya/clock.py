@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from .errors import InvalidInput
@@ -51,7 +51,7 @@ def ensure_aware(moment: datetime, what: str = "time") -> datetime:
             f"{what} {moment.isoformat()} has no time zone; give an aware datetime "
             "(e.g. with tzinfo=timezone.utc or an offset like +03:00)"
         )
-    return moment.astimezone(timezone.utc)
+    return moment.astimezone(UTC)
 
 
 @runtime_checkable
@@ -81,7 +81,7 @@ class SystemClock:
     """The real clock of the machine."""
 
     def now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
     def monotonic(self) -> float:
         return time.monotonic()
@@ -106,7 +106,7 @@ class VirtualClock:
     """
 
     def __init__(self, start: datetime | None = None) -> None:
-        origin = start if start is not None else datetime(2026, 1, 1, tzinfo=timezone.utc)
+        origin = start if start is not None else datetime(2026, 1, 1, tzinfo=UTC)
         self._now = check_time(ensure_aware(origin, "VirtualClock start"), "VirtualClock start")
         self._elapsed = 0.0
         self._lock = threading.Lock()

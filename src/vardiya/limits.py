@@ -26,7 +26,7 @@ lease, retry wait and backlog computed from a time about a thousand years before
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .errors import InvalidInput
 
@@ -49,8 +49,8 @@ KEY_MAX = 500
 #: A ledger period key (``2026-12-01``, ``2026-12-01T14:00``): the ledger's ``VARCHAR(64)``.
 PERIOD_MAX = 64
 
-TIME_MIN = datetime(1970, 1, 1, tzinfo=timezone.utc)
-TIME_MAX = datetime(9000, 1, 1, tzinfo=timezone.utc)
+TIME_MIN = datetime(1970, 1, 1, tzinfo=UTC)
+TIME_MAX = datetime(9000, 1, 1, tzinfo=UTC)
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 _KIND = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:\-]*")
@@ -107,7 +107,7 @@ def check_time(moment: datetime, what: str = "time") -> datetime:
     ``moment`` must be aware (``clock.ensure_aware`` says so first where a naive one may come).
     """
     try:
-        utc = moment.astimezone(timezone.utc)
+        utc = moment.astimezone(UTC)
     except OverflowError:  # an offset that pushes it past year 1 or year 9999
         utc = None
     if utc is None or not TIME_MIN <= utc < TIME_MAX:

@@ -112,6 +112,6 @@ def progress(console: Console, label: str, total: int | None) -> Iterator[Callab
         task = bar.add_task("", total=total)
 
         def advance(steps: int = 1, description: str | None = None) -> None:
-            bar.update(task, advance=steps, **({"description": description} if description is not None else {}))
+            bar.update(task, advance=steps, description=description)  # None keeps the description
 
         yield advance

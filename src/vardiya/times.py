@@ -8,7 +8,7 @@ rather than guessed.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import InvalidInput
@@ -49,7 +49,7 @@ def parse_time(text: str, *, tz: str | None = None, what: str = "time") -> datet
     check_time(first, what)
     second = moment.replace(tzinfo=place, fold=1)
     if first.utcoffset() != second.utcoffset():
-        roundtrip = first.astimezone(timezone.utc).astimezone(place).replace(tzinfo=None)
+        roundtrip = first.astimezone(UTC).astimezone(place).replace(tzinfo=None)
         problem = "does not exist" if roundtrip != moment else "happens twice"
         raise InvalidInput(
             f"{what} {text!r} {problem} in {tz} (a DST change); add an explicit offset to say which instant"

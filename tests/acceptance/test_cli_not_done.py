@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -45,7 +45,7 @@ def seeded(tmp_path: Path) -> tuple[list[str], str]:
     """The app, its store after yesterday's day without 03:00-04:00, and yesterday's period key."""
     (tmp_path / "jobs.py").write_text(APP)
     options = ["--app", "jobs.py:app", "--db", f"sqlite:///{tmp_path / 'v.db'}"]
-    day = (datetime.now(timezone.utc) - timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    day = (datetime.now(UTC) - timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
     spans = [(day, day + timedelta(hours=3)), (day + timedelta(hours=4), day + timedelta(days=1))]
     for start, end in spans:
         result = run_cli("replay", "nightly_users", "--from", start.isoformat(), "--to", end.isoformat(), "--json",
@@ -107,7 +107,7 @@ def test_a_closed_day_with_slot_3_never_done_is_reported_unhealthy_and_backfille
 
 def test_bad_backfills_are_one_line_and_run_nothing(tmp_path: Path, seeded: tuple[list[str], str]) -> None:
     options, period = seeded
-    today = f"{datetime.now(timezone.utc) + timedelta(days=1):%Y-%m-%d}"  # not closed whatever the hour
+    today = f"{datetime.now(UTC) + timedelta(days=1):%Y-%m-%d}"  # not closed whatever the hour
     before = len(_calls(tmp_path))
     for arguments, fragments in (
         (["nope", "--period", period], ["no slot job 'nope'", "nightly_users"]),

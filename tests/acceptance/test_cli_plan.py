@@ -75,7 +75,7 @@ def test_plan_batch_sweep_of_the_example_night(tmp_path: Path) -> None:
     document = json.loads(result.stdout)
     assert list(document)[:3] == ["rows", "cheapest", "fastest"]
     assert [row["batch_size"] for row in document["rows"]] == [int(size) for size in SIZES.split(",")]
-    assert list(document["rows"][0])[: len(ROW_KEYS) + 1] == ROW_KEYS + ["batch_ms"]
+    assert list(document["rows"][0])[: len(ROW_KEYS) + 1] == [*ROW_KEYS, "batch_ms"]
     assert (document["cheapest"], document["fastest"]) == (10, 5)
     too_big = document["rows"][-1]
     assert (too_big["batch_ms"], too_big["fits_limit"]) == (1_000_250, False)

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -175,9 +175,9 @@ def test_which_window_of_an_id(tmp_path: Path) -> None:
 
 
 def test_which_defaults_to_the_current_period(tmp_path: Path) -> None:
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     document = run_json("slots", "which", "7", "--slots", "24", cwd=tmp_path)
-    after = datetime.now(timezone.utc)
+    after = datetime.now(UTC)
     assert document["slot"] == 7
     start = datetime.fromisoformat(str(document["window_start"]))
     assert before.date() <= start.date() <= after.date() and start.hour == 7
@@ -216,7 +216,7 @@ def test_migrate_24_to_48_nested(tmp_path: Path) -> None:
 
 def test_migrate_defaults_to_the_next_period_boundary(tmp_path: Path) -> None:
     ids = write_ids(tmp_path / "ids.txt", range(100))
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     document = run_json("slots", "migrate", "--ids", str(ids), "--from", "24", "--to", "24:hash", cwd=tmp_path)
     effective = datetime.fromisoformat(str(document["effective_from"]))
     assert before < effective <= before + timedelta(days=1, minutes=1)

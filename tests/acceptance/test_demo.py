@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vardiya.examples.meter_validation import NIGHT_CSV, Outcome, load_outcomes, load_records
-
 from tests.support.cli import run_cli
+from vardiya.examples.meter_validation import NIGHT_CSV, Outcome, load_outcomes, load_records
 
 #: The stream handlers' batch size in the example (``STREAM_SETTINGS``).
 BATCH = 100

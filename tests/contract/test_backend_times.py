@@ -8,7 +8,7 @@ through either; all four ways give back the same instant, in UTC, to the microse
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -20,12 +20,12 @@ from vardiya.store.backend import times_of
 from vardiya.store.types import UTCDateTime, UTCMicros
 
 MOMENTS = [
-    datetime(2026, 12, 1, tzinfo=timezone.utc),
-    datetime(2026, 12, 1, 23, 59, 59, 999_999, tzinfo=timezone.utc),
+    datetime(2026, 12, 1, tzinfo=UTC),
+    datetime(2026, 12, 1, 23, 59, 59, 999_999, tzinfo=UTC),
     datetime(2026, 3, 29, 3, 30, 0, 123_456, tzinfo=ZoneInfo("Europe/Istanbul")),
     datetime(2026, 10, 25, 1, 30, fold=1, tzinfo=ZoneInfo("Europe/Berlin")),  # the repeated hour, second time
     datetime(1969, 7, 20, 20, 17, 40, 1, tzinfo=timezone(timedelta(hours=-5, minutes=-30))),
-    datetime(2262, 4, 11, 23, 47, 16, 854_775, tzinfo=timezone.utc),
+    datetime(2262, 4, 11, 23, 47, 16, 854_775, tzinfo=UTC),
 ]
 
 _scratch = sa.MetaData()
@@ -68,7 +68,7 @@ def test_an_aware_time_round_trips_exactly_through_types_and_driver(
     for at, item_at in typed:
         assert at == moment and item_at == moment
         assert at.utcoffset() == timedelta(0) and item_at.utcoffset() == timedelta(0)
-        utc = moment.astimezone(timezone.utc)
+        utc = moment.astimezone(UTC)
         assert (at.replace(tzinfo=None), at.microsecond) == (utc.replace(tzinfo=None), moment.microsecond)
     for at, item_at in raw:
         assert convert.read_time(at) == moment and convert.read_time(item_at) == moment
@@ -92,9 +92,8 @@ def test_a_naive_time_is_refused_by_both_ways_and_nothing_is_written(store: Stor
         with pytest.raises(InvalidInput, match="has no time zone"):
             conversion(naive)
     for values in ({"at": naive, "item_at": MOMENTS[0]}, {"at": MOMENTS[0], "item_at": naive}):
-        with pytest.raises(sa.exc.StatementError, match="naive datetime"):
-            with store.engine.begin() as connection:
-                connection.execute(sa.insert(table).values(id=1, **values))
+        with pytest.raises(sa.exc.StatementError, match="naive datetime"), store.engine.begin() as connection:
+            connection.execute(sa.insert(table).values(id=1, **values))
     with store.reading() as connection:
         assert connection.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 0
     assert convert.time(None) is None and convert.item_time(None) is None and convert.read_time(None) is None

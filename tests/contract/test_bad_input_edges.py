@@ -8,7 +8,7 @@ refused on both with the same message, and the largest accepted values are store
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -19,8 +19,8 @@ from vardiya.clock import VirtualClock
 from vardiya.errors import InvalidInput, InvalidRecord, VardiyaError
 from vardiya.invoke.handlers import Dedup
 from vardiya.invoke.invoker import Invoker
-from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.limits import KEY_MAX, KIND_MAX, TIME_MAX
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.slots.job import SlotJob
 from vardiya.slots.runner import replay, run_tick
 from vardiya.slots.scheme import SlotScheme
@@ -137,15 +137,15 @@ CASES: dict[str, tuple[type[VardiyaError], list[str], Callable[[Store], Any]]] =
     ),
     "a tick planned in year 1": (
         InvalidInput, ["planned time 0001-01-01T00:00:00+00:00 is outside", "1970-01-01T00:00Z to 9000-01-01T00:00Z"],
-        lambda store: run_tick(store, _job(), datetime(1, 1, 1, tzinfo=timezone.utc)),
+        lambda store: run_tick(store, _job(), datetime(1, 1, 1, tzinfo=UTC)),
     ),
     "a tick planned in year 9999": (
         InvalidInput, ["planned time 9999-12-31T23:59:00+00:00 is outside"],
-        lambda store: run_tick(store, _job(), datetime(9999, 12, 31, 23, 59, tzinfo=timezone.utc)),
+        lambda store: run_tick(store, _job(), datetime(9999, 12, 31, 23, 59, tzinfo=UTC)),
     ),
     "a replay to year 9999": (
         InvalidInput, ["end 9999-12-31T00:00:00+00:00 is outside"],
-        lambda store: replay(store, _job(), datetime(2026, 12, 1, tzinfo=timezone.utc), datetime(9999, 12, 31, tzinfo=timezone.utc)),
+        lambda store: replay(store, _job(), datetime(2026, 12, 1, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC)),
     ),
 }
 
@@ -157,13 +157,13 @@ def test_bad_input_is_one_error_and_writes_nothing(store: Store, store_url: str,
 
 
 def test_a_virtual_clock_near_the_end_of_the_calendar_is_refused_before_any_write(store_url: str) -> None:
-    near_max = datetime(9999, 12, 31, 23, 0, tzinfo=timezone.utc)
+    near_max = datetime(9999, 12, 31, 23, 0, tzinfo=UTC)
     _refused(store_url, InvalidInput, ["VirtualClock start 9999-12-31T23:00:00+00:00 is outside"], lambda: VirtualClock(near_max))
     clock = VirtualClock(TIME_MAX - timedelta(seconds=10))
     with pytest.raises(InvalidInput, match="it would pass 9000-01-01T00:00:00"):
         clock.advance(60)
     with pytest.raises(InvalidInput, match="VirtualClock time 0001-01-01"):
-        clock.set(datetime(1, 1, 1, tzinfo=timezone.utc))
+        clock.set(datetime(1, 1, 1, tzinfo=UTC))
     with open_store(store_url, clock=clock) as store:  # the last supported minutes still work
         store.items.enqueue("x", {"n": 1}, key="late")
         [item] = store.items.claim(1, owner="w", lease=5)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from tests.support.migrations import at_revision
 from vardiya.app import App
 from vardiya.clock import VirtualClock
 from vardiya.invoke.invoker import Invoker
@@ -19,7 +20,6 @@ from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.store import ItemState, Store
 from vardiya.store.migrate import head_revision, read_version
 from vardiya.store.schema import invocation_calls, work_items
-from tests.support.migrations import at_revision
 
 
 def _app(clock: VirtualClock, *, fail_first: set[int] = frozenset()) -> App:  # type: ignore[assignment]

@@ -3,7 +3,7 @@ listed newest first by family and name, and SLA misses counted per name."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -12,8 +12,8 @@ from vardiya.app import App
 from vardiya.clock import SystemClock, VirtualClock
 from vardiya.invoke.invoker import Invoker
 from vardiya.invoke.retry import FixedWait, RetryPolicy
-from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.pipeline import Pipeline, run_pipeline
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.slots import SlotScheme
 from vardiya.slots.job import SlotJob
 from vardiya.slots.runner import run_tick
@@ -23,7 +23,6 @@ from vardiya.store.failures import FailureFamily, SlaMiss
 from vardiya.store.schema import ledger_failures
 from vardiya.tracebacks import TRACEBACK_LIMIT
 
-UTC = timezone.utc
 DAY = datetime(2026, 12, 1, tzinfo=UTC)
 
 

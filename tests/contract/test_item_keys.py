@@ -13,12 +13,12 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
+from tests.support.migrations import at_revision
 from vardiya.clock import VirtualClock
 from vardiya.store import ItemState, Store, open_store
 from vardiya.store.hot import hot_sql
 from vardiya.store.schema import work_item_keys, work_items
 from vardiya.store.streams import Streams
-from tests.support.migrations import at_revision
 
 
 def _pairs(store: Store) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, int]]]:

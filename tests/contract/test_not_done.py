@@ -9,7 +9,7 @@ exactly them, once.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from prometheus_client import generate_latest
@@ -23,7 +23,6 @@ from vardiya.slots import IterableSource, SlotScheme, ledger_report, replay
 from vardiya.slots.backfill import backfill
 from vardiya.store import LedgerStatus, Store
 
-UTC = timezone.utc
 DAY = datetime(2026, 12, 1, tzinfo=UTC)
 RECORDS = 2_400  # 100 a slot
 OUTAGE = (DAY + timedelta(hours=3), DAY + timedelta(hours=4))

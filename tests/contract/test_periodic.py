@@ -7,20 +7,20 @@ policy decides what fires after downtime; a worker calls the function with the p
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from vardiya.app import App
 from vardiya.clock import VirtualClock
-from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.schedule import CatchUpPolicy
 from vardiya.schedule.plan import planned_key
 from vardiya.service.scheduler import Scheduler
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.store import ItemState, Store, open_store
 
 from ..support.schedulers import at, step_together
 
-DAY1 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+DAY1 = datetime(2026, 12, 1, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
 ISTANBUL = ZoneInfo("Europe/Istanbul")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -25,7 +25,6 @@ from vardiya.store import LedgerEntry, LedgerStatus, Store, open_store
 
 from ..support.migrations import at_revision
 
-UTC = timezone.utc
 DAY = datetime(2026, 12, 1, tzinfo=UTC)
 PERIOD = "2026-12-01"
 IDS = list(range(1, 24 * 50 + 1))  # 50 records in each of 24 hourly slots
@@ -47,7 +46,7 @@ def test_a_claim_holds_records_against_other_owners_until_released_or_expired(st
     assert claims.take("job", PERIOD, keys[:6], owner="a", until=now + timedelta(minutes=1), now=now) == set(keys[:6])
     # b gets only what a does not hold
     assert claims.take("job", PERIOD, keys, owner="b", until=now + timedelta(minutes=1), now=now) == set(keys[6:])
-    assert claims.held("job", PERIOD, now) == {**{k: "a" for k in keys[:6]}, **{k: "b" for k in keys[6:]}}
+    assert claims.held("job", PERIOD, now) == {**dict.fromkeys(keys[:6], "a"), **dict.fromkeys(keys[6:], "b")}
     # another period or job is another record
     assert claims.take("job", "2026-12-02", keys[:2], owner="b", until=now + timedelta(minutes=1), now=now) == set(keys[:2])
     # a lease that ran out means its run died: another owner takes the records over

@@ -7,16 +7,16 @@ fires nothing twice and one stepping forwards loses nothing. Workers then run th
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from vardiya.app import App
 from vardiya.clock import VirtualClock
-from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.schedule import CatchUpPolicy
 from vardiya.schedule.plan import planned_key
 from vardiya.service.scheduler import Scheduler
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.slots.runner import planned_ticks
 from vardiya.slots.scheme import SlotScheme
 from vardiya.slots.sources import IterableSource
@@ -24,7 +24,7 @@ from vardiya.store import ItemState, LedgerStatus, Store, open_store
 
 from ..support.schedulers import at, step_together
 
-DAY1 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+DAY1 = datetime(2026, 12, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 RECORDS = 240
 
@@ -99,7 +99,7 @@ def test_downtime_applies_the_policy_once_and_counts_what_it_passes_by(store: St
     # Every scheduler is down from 01:00 on day 1 until 03:30 on day 3.
     back = DAY1 + timedelta(days=2, hours=3, minutes=30)
     at(clock, back)
-    missed = [planned.astimezone(timezone.utc) for planned in planned_ticks(app.slot_jobs["hourly"], DAY1 + HOUR * 2, back)]
+    missed = [planned.astimezone(UTC) for planned in planned_ticks(app.slot_jobs["hourly"], DAY1 + HOUR * 2, back)]
     assert len(missed) == 50
     first, second = Scheduler(store, app), Scheduler(store, app)
     step = first.step()

@@ -81,9 +81,13 @@ def test_a_failing_statement_is_a_store_error_and_the_connection_goes_back_clean
     assert not isinstance(raised.value, StoreUnavailable)
     assert "\n" not in str(raised.value)
     # The pooled connection is back out of autocommit: a rolled-back transaction leaves nothing.
-    with pytest.raises(RuntimeError), store.transaction() as connection:
-        store.items.enqueue_in(connection, [("call:h", "rolled", {}, 3, store.clock.now())], store.clock.now())
-        raise RuntimeError("roll back")
+    def rolled_back() -> None:
+        with store.transaction() as connection:
+            store.items.enqueue_in(connection, [("call:h", "rolled", {}, 3, store.clock.now())], store.clock.now())
+            raise RuntimeError("roll back")
+
+    with pytest.raises(RuntimeError):
+        rolled_back()
     assert store.items.find("call:h", "rolled") is None
     assert Invoker(store, _app()).submit("h", {"n": 1}).id > 0  # and the single path still works
 

@@ -51,7 +51,7 @@ def _slots(url: str, column: str) -> dict[int, int]:
             rows = connection.execute(sa.text(f"SELECT id, {column} FROM users")).all()
     finally:
         engine.dispose()
-    return {record: slot for record, slot in rows}
+    return dict(rows)
 
 
 def _execute(url: str, statement: str, rows: list[dict[str, object]] | None = None) -> None:

@@ -16,14 +16,13 @@ def test_lock_wait_that_gives_up_is_a_store_error_not_unavailable(store: Store, 
         holder.exec_driver_sql("UPDATE work_items SET attempts = attempts")
         if backend == "postgresql":
             holder.exec_driver_sql("LOCK TABLE work_items IN ACCESS EXCLUSIVE MODE")
-        with pytest.raises(StoreError) as raised:
-            with store.reading() as connection:
-                if backend == "postgresql":
-                    connection.exec_driver_sql("SET LOCAL lock_timeout = '50ms'")
-                    connection.exec_driver_sql("SELECT count(*) FROM work_items")
-                else:
-                    connection.exec_driver_sql("PRAGMA busy_timeout = 50")
-                    connection.exec_driver_sql("DELETE FROM work_items")
+        with pytest.raises(StoreError) as raised, store.reading() as connection:  # noqa: PT012 - a lock timeout set, then hit
+            if backend == "postgresql":
+                connection.exec_driver_sql("SET LOCAL lock_timeout = '50ms'")
+                connection.exec_driver_sql("SELECT count(*) FROM work_items")
+            else:
+                connection.exec_driver_sql("PRAGMA busy_timeout = 50")
+                connection.exec_driver_sql("DELETE FROM work_items")
     finally:
         holder.rollback()
         holder.close()

@@ -8,7 +8,7 @@ fired before the data existed).
 from __future__ import annotations
 
 import csv
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +17,15 @@ import pytest
 from vardiya.app import App
 from vardiya.clock import VirtualClock
 from vardiya.errors import ConfigurationError
-from vardiya.service.worker import Worker, WorkerSettings
-from vardiya.pipeline import Daily, Pipeline, Static, same
+from vardiya.pipeline import Daily, Pipeline, Static, TaskState, same
 from vardiya.pipeline.state import PipelineState
 from vardiya.pipeline.triggers_report import triggers_report
 from vardiya.schedule import CatchUpPolicy, Cron, DataArrival, PeriodClose, Upstream
 from vardiya.service.scheduler import Scheduler
-from vardiya.pipeline import TaskState
+from vardiya.service.worker import Worker, WorkerSettings
 from vardiya.store import ItemState, Store
 
-DAY1 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+DAY1 = datetime(2026, 12, 1, tzinfo=UTC)
 NEVER_CATCH_UP = CatchUpPolicy(max_ticks=0, grace=timedelta(0))
 
 
@@ -223,7 +222,7 @@ def test_a_triggered_run_that_fails_is_retried_then_dead_lettered(store: Store, 
         (lambda: PeriodClose(tz="Nowhere"), "unknown time zone 'Nowhere'"),
         (lambda: DataArrival(path="landing/file.csv"), "{partition}"),
         (lambda: DataArrival(sql="SELECT 1 WHERE :partition = 'x'"), "db=URL"),
-        (lambda: DataArrival(), "exactly one of"),
+        (DataArrival, "exactly one of"),
         (lambda: Upstream(pipeline="", stage="clean"), "pipeline"),
     ],
 )

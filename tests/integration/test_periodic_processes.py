@@ -11,7 +11,7 @@ import json
 import signal
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -47,7 +47,7 @@ def _start(tmp_path: Path, name: str, *args: str) -> subprocess.Popen[str]:
 
 
 def _planned(key: str) -> datetime:
-    return datetime.strptime(key, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    return datetime.strptime(key, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
 def test_two_scheduler_processes_enqueue_each_planned_time_once(store_url: str, tmp_path: Path) -> None:

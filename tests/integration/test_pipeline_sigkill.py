@@ -27,7 +27,17 @@ import pytest
 
 from vardiya.clock import SystemClock
 from vardiya.examples.meter_pipeline import pipeline
-from vardiya.pipeline import Pipeline, PipelineState, RunState, TaskContext, TaskState, build_graph, resume, run_pipeline, status
+from vardiya.pipeline import (
+    Pipeline,
+    PipelineState,
+    RunState,
+    TaskContext,
+    TaskState,
+    build_graph,
+    resume,
+    run_pipeline,
+    status,
+)
 from vardiya.store import open_store
 
 from ..support.processes import run_then_kill
@@ -80,7 +90,7 @@ def run_until_killed(store_url: str, root: str, calls_file: str, hang: bool, con
             )
         if not signalled.is_set():
             conn.send(("error", f"the run finished before {KILL_AFTER} calls: {result.to_json()}"))
-    except BaseException:  # noqa: BLE001 - everything goes back to the test process
+    except BaseException:  # everything goes back to the test process
         if not signalled.is_set():
             conn.send(("error", traceback.format_exc()))
         raise

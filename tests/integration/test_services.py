@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ def _done_per_period(store: Store) -> dict[str, int]:
 
 
 def _planned(key: str) -> datetime:
-    return datetime.strptime(key, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    return datetime.strptime(key, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
 def _job(env: dict[str, str]) -> Any:
@@ -110,7 +110,7 @@ def test_chaos_every_record_once_per_period_no_tick_twice_or_lost(
         ticks = _ticks(store)
         planned = [_planned(row.key) for row in ticks]
         job = _job(env)
-        expected = [moment.astimezone(timezone.utc) for moment in planned_ticks(job, planned[0], planned[-1] + timedelta(seconds=0.5))]
+        expected = [moment.astimezone(UTC) for moment in planned_ticks(job, planned[0], planned[-1] + timedelta(seconds=0.5))]
         assert planned == expected, "a planned tick is missing or extra"
         assert len(planned) >= 30
         for row in ticks:
@@ -156,7 +156,7 @@ def test_a_scheduler_down_for_two_periods_catches_up_exactly(store_url: str, tmp
         after = store.schedules.get("tick:rolling")
         assert after is not None
         first = min(_planned(row.key) for row in _ticks(store) if _planned(row.key) > before)
-        missed = [moment.astimezone(timezone.utc) for moment in planned_ticks(job, before + timedelta(microseconds=1), first + timedelta(microseconds=1))]
+        missed = [moment.astimezone(UTC) for moment in planned_ticks(job, before + timedelta(microseconds=1), first + timedelta(microseconds=1))]
         assert missed[-1] == first and len(missed) >= 10  # about two periods (12 ticks), less the 1 s lead
         # Exactly the latest missed tick fired; all the others were passed by, and counted.
         assert after.skipped - skipped_before == len(missed) - 1
@@ -181,7 +181,7 @@ def test_a_scheduler_down_for_two_periods_catches_up_exactly(store_url: str, tmp
 def test_data_arrival_starts_a_partition_only_once_its_data_exists(store_url: str, tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     (landing / "sensed").mkdir(parents=True)
-    today = datetime.now(timezone.utc).date().isoformat()
+    today = datetime.now(UTC).date().isoformat()
     env = {"VT_LANDING": str(landing), "VT_DAY": today}
     fleet = Fleet(store_url, tmp_path, env)
     store = open_store(store_url)
@@ -200,7 +200,7 @@ def test_data_arrival_starts_a_partition_only_once_its_data_exists(store_url: st
         time.sleep(1.0)  # several sensor checks find nothing
         assert task("sensed", "ingest@p1") is None
         (landing / "sensed" / "p1.csv").write_text("id,value\n1,10\n2,\n3,30\n", encoding="utf-8")
-        landed = datetime.now(timezone.utc)
+        landed = datetime.now(UTC)
         wait_for(lambda: task("sensed", "clean@p1") is not None and task("sensed", "clean@p1").rows == 2,
                  timeout=30, what="the sensed run of p1", fleet=fleet)
         assert task("sensed", "ingest@p1").started_at >= landed - timedelta(seconds=1)

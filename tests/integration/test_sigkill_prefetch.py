@@ -14,8 +14,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from vardiya.invoke.invoker import Invoker
 from vardiya.app import load_app
+from vardiya.invoke.invoker import Invoker
 from vardiya.store import AttemptOutcome, ItemState, open_store
 
 CALLS = 20

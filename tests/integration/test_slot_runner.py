@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -18,7 +18,6 @@ from vardiya.slots.runner import Cut, replay, run_tick
 from vardiya.slots.sources import IterableSource
 from vardiya.store import LedgerStatus, Store
 
-UTC = timezone.utc
 IDS = list(range(1, 481))
 
 

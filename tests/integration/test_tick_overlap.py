@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -63,7 +63,7 @@ TIMEOUT_S = 180
 
 
 def _today() -> str:
-    return SystemClock().now().astimezone(timezone.utc).strftime("%Y-%m-%d")
+    return SystemClock().now().astimezone(UTC).strftime("%Y-%m-%d")
 
 
 def _start(tmp_path: Path, store_url: str, at: str, *, lease_s: float, pause_s: float) -> subprocess.Popen[str]:
@@ -115,7 +115,7 @@ def test_two_tick_processes_on_one_slot_hand_every_record_over_once(tmp_path: Pa
     second = None
     try:
         ready = tmp_path / "ready.txt"
-        _wait_for(lambda: ready.exists(), "the first run to hold its first chunk")
+        _wait_for(ready.exists, "the first run to hold its first chunk")
         second = _start(tmp_path, project, "00:31", lease_s=30, pause_s=0.02)
         # both runs inside their first chunk at once: the overlap the test is about, however loaded the machine
         _wait_for(lambda: len(set(ready.read_text().split())) == 2, "the second run to hold a chunk too", timeout=120)
@@ -169,4 +169,4 @@ def test_after_the_first_run_is_killed_a_second_finishes_what_it_left(tmp_path: 
     assert all(count <= 2 for count in calls.values())
     with open_store(project) as store:
         assert store.ledger.count_done("slow", period, slot=0) == RECORDS
-        assert store.ledger.claims.held("slow", period, datetime(2000, 1, 1, tzinfo=timezone.utc)) == {}  # none left
+        assert store.ledger.claims.held("slow", period, datetime(2000, 1, 1, tzinfo=UTC)) == {}  # none left

@@ -14,7 +14,6 @@ between writing the temp file and renaming it.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from datetime import datetime
@@ -24,8 +23,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from vardiya.examples.nightly_users import JOB, create_users_db
 from vardiya import files
+from vardiya.examples.nightly_users import JOB, create_users_db
 from vardiya.slots.runner import run_tick
 from vardiya.slots.sinks import atomic_write, output_path
 from vardiya.store import LedgerRow, LedgerStatus, open_store

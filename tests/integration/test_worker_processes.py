@@ -85,8 +85,8 @@ def _prepare(url: str) -> None:
 
 
 def _kill_mid_batch(url: str, app: str, cwd: Path) -> None:
-    from vardiya.invoke.invoker import Invoker
     from vardiya.app import load_app
+    from vardiya.invoke.invoker import Invoker
 
     with open_store(url) as store:
         Invoker(store, load_app(app)).append_many("deliver", [{"id": i} for i in range(1, RECORDS + 1)])
@@ -99,7 +99,7 @@ def _kill_mid_batch(url: str, app: str, cwd: Path) -> None:
     first.send_signal(signal.SIGKILL)
     first.communicate(timeout=30)
     second = _worker(url, app, cwd, "--until-idle")
-    out, err = second.communicate(timeout=120)
+    _out, err = second.communicate(timeout=120)
     assert second.returncode == 0, err
 
 

@@ -87,7 +87,7 @@ def tick_until_killed(
             )
         if not signalled:
             conn.send(("error", f"the tick finished before {kill_after} files existed: {report.to_json()}"))
-    except BaseException:  # noqa: BLE001 - everything goes back to the test process
+    except BaseException:  # everything goes back to the test process
         if not signalled:
             conn.send(("error", traceback.format_exc()))
         raise

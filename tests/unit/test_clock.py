@@ -1,13 +1,13 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from vardiya.clock import SystemClock, VirtualClock, ensure_aware
 from vardiya.errors import InvalidInput
 
-START = datetime(2026, 12, 1, tzinfo=timezone.utc)
+START = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 def test_virtual_clock_moves_only_when_told() -> None:
@@ -58,10 +58,10 @@ def test_to_timedelta_reads_numbers_as_seconds_and_refuses_anything_else() -> No
 
 
 def test_a_virtual_clock_waits_by_moving_on_and_never_calls_the_wake() -> None:
-    clock = VirtualClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
+    clock = VirtualClock(datetime(2026, 1, 1, tzinfo=UTC))
     woken: list[float] = []
     clock.wait(90, woken.append)
-    assert clock.now() == datetime(2026, 1, 1, 0, 1, 30, tzinfo=timezone.utc)
+    assert clock.now() == datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC)
     assert woken == []
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,7 +15,7 @@ from vardiya.invoke.batching import plan_bisect
 from vardiya.invoke.execute import BatchRecord, run_attempt
 from vardiya.invoke.handlers import Handler
 
-START = datetime(2026, 12, 1, tzinfo=timezone.utc)
+START = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 def _records(ids: list[int]) -> list[BatchRecord]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 from vardiya.examples.meter_pipeline import (
@@ -35,7 +36,7 @@ def test_the_missing_edge_variant_lacks_exactly_the_eleven_cross_period_edges() 
     graph = build_graph(pipeline_missing_edge)
     assert (len(graph), graph.edge_count) == (48, 36)
     assert set(build_graph(pipeline).edges()) - set(graph.edges()) == {
-        (f"clean@{before}", f"consumption@{after}") for before, after in zip(MONTHS, MONTHS[1:])
+        (f"clean@{before}", f"consumption@{after}") for before, after in itertools.pairwise(MONTHS)
     }
 
 
@@ -82,7 +83,7 @@ def test_consumption_over_the_year_is_2200_rows_and_the_first_period_has_none() 
     cleaned = {period: clean_rows(readings(period)) for period in PERIODS}
     per_period = {
         period: consumption_rows(cleaned[period], cleaned[before]) if before else []
-        for before, period in zip([None, *MONTHS], MONTHS)
+        for before, period in zip([None, *MONTHS], MONTHS, strict=False)
     }
     assert per_period["2026-01"] == []
     assert sum(map(len, per_period.values())) == 2_200

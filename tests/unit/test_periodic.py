@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,7 +12,7 @@ from vardiya.errors import ConfigurationError
 from vardiya.schedule import Periodic
 from vardiya.schedule.periodic import PeriodicSchedule
 
-T0 = datetime(2026, 12, 1, 10, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 
 
 def nothing() -> None:
@@ -33,9 +33,9 @@ def test_every_counts_from_its_anchor_and_never_from_now() -> None:
 def test_cron_times_follow_the_zone_across_dst() -> None:
     periodic = Periodic(name="p", fn=nothing, cron="30 2 * * *", tz="Europe/Berlin")
     # 2027-03-28: 02:30 does not exist in Berlin; cronie's rule fires once when the gap ends (03:00 CEST)
-    start = datetime(2027, 3, 27, tzinfo=timezone.utc)
+    start = datetime(2027, 3, 27, tzinfo=UTC)
     times = list(periodic.times(start, start + timedelta(days=2)))
-    assert times == [datetime(2027, 3, 27, 1, 30, tzinfo=timezone.utc), datetime(2027, 3, 28, 1, 0, tzinfo=timezone.utc)]
+    assert times == [datetime(2027, 3, 27, 1, 30, tzinfo=UTC), datetime(2027, 3, 28, 1, 0, tzinfo=UTC)]
 
 
 def test_the_function_gets_the_planned_time_in_its_zone_when_it_takes_an_argument() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from datetime import date
 
@@ -112,7 +113,7 @@ def test_same_partition_variant_drops_exactly_the_cross_period_edges() -> None:
     assert (len(variant), variant.edge_count, graph.edge_count) == (48, 36, 47)
     assert all(up.split("@")[1] == down.split("@")[1] for up, down in variant.edges())
     assert set(graph.edges()) - set(variant.edges()) == {
-        (f"clean@{before}", f"consumption@{month}") for before, month in zip(MONTHS, MONTHS[1:])
+        (f"clean@{before}", f"consumption@{month}") for before, month in itertools.pairwise(MONTHS)
     }
 
 
@@ -181,7 +182,7 @@ def test_an_unknown_stage_is_an_error_naming_the_stage_and_the_unknown_name() ->
             Stage(name="consumption", fn=noop, partitions=YEAR, depends_on={"cleen": same()}),
         ],
     )
-    with pytest.raises(ConfigurationError, match="'consumption' depends on 'cleen'.*did you mean 'clean'"):
+    with pytest.raises(ConfigurationError, match=r"'consumption' depends on 'cleen'.*did you mean 'clean'"):
         build_graph(pipeline)
 
 
@@ -420,8 +421,7 @@ def random_pipelines(draw: st.DrawFn) -> Pipeline:
         for upstream in draw(st.sets(st.integers(0, number - 1), max_size=3)) if number else ():
             if here and partitioned[upstream]:
                 choices = st.sampled_from(
-                    [same(), offset(-1), offset(-2), window(-2, 0), window(-1, 1)]
-                    + [all_partitions(), custom(prefix)]
+                    [same(), offset(-1), offset(-2), window(-2, 0), window(-1, 1), all_partitions(), custom(prefix)]
                 )
             elif partitioned[upstream] or here:
                 choices = st.just(all_partitions())

@@ -11,9 +11,6 @@ from vardiya.plan.profile import Profile
 from vardiya.plan.workload import Workload
 
 
-
-
-
 @pytest.fixture(scope="module")
 def planned(night: Workload, profile: Profile) -> DedupPlan:
     return plan_dedup(night, profile)

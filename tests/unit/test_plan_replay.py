@@ -20,9 +20,6 @@ from vardiya.plan.workload import Workload, parse_workload
 from vardiya.store.records import ItemState
 
 
-
-
-
 @pytest.fixture(scope="module")
 def comparison(night: Workload, profile: Profile) -> Comparison:
     return compare(night, profile)

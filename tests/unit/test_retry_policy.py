@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given, settings
@@ -18,11 +18,12 @@ from vardiya.invoke import (
     Jitter,
     RetryDecision,
     RetryPolicy,
+    batching,
     jitter_fraction,
+    retry,
 )
-from vardiya.invoke import batching, retry
 
-NOW = datetime(2026, 12, 1, 3, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
 EXPONENTIAL = ExponentialWait(initial=60, cap=600)
 
 

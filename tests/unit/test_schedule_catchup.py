@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from vardiya.errors import ConfigurationError
 from vardiya.schedule import CatchUpPolicy, decide
 
-T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 
 

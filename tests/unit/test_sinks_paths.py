@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import stat
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -97,8 +97,8 @@ def test_sub_day_periods_get_a_folder_each() -> None:
     from vardiya.slots import SlotScheme
 
     scheme = SlotScheme(slots=10, period=timedelta(minutes=10), tz="Europe/Istanbul")
-    first = scheme.period_of(datetime(2026, 12, 1, 5, 3, tzinfo=timezone.utc))
-    second = scheme.period_of(datetime(2026, 12, 1, 5, 13, tzinfo=timezone.utc))
+    first = scheme.period_of(datetime(2026, 12, 1, 5, 3, tzinfo=UTC))
+    second = scheme.period_of(datetime(2026, 12, 1, 5, 13, tzinfo=UTC))
     assert output_path("out", first, 3) != output_path("out", second, 3)
     assert output_path("out", first, 3) == Path("out/2026/12/01/0800/3.json")
     assert output_path("out", first.key, 3) == output_path("out", first, 3)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from vardiya.errors import InvalidInput
 from vardiya.slots import Assign, SlotScheme, balance, migration_plan, parse_ids
 
-UTC = timezone.utc
 BALANCE_FIELDS = {
     "slots", "assign", "total", "mean", "min", "max", "spread", "max_over_min", "max_dev_pct",
     "min_dev_pct", "counts", "empty_slots", "warnings", "recommendation",
@@ -116,7 +115,7 @@ def test_24_to_48_nested_is_a_refinement() -> None:
     assert plan.moved_out == 0  # nobody leaves their hour
     assert plan.effective_from == "2026-12-01T00:00:00+00:00"
     assert (plan.min_gap, plan.max_gap) == (86_400.0, 86_400.0 + 1_800.0)
-    assert MIGRATE_FIELDS <= set(plan.to_json())
+    assert set(plan.to_json()) >= MIGRATE_FIELDS
 
 
 def test_24_to_48_sequential_moves_nearly_everyone_out_of_their_hour() -> None:
@@ -172,7 +171,7 @@ def test_mod_to_hash_switch_in_a_dst_zone_measures_real_time() -> None:
 
 
 def test_a_switch_must_be_at_a_period_boundary() -> None:
-    with pytest.raises(InvalidInput, match="period boundary.*2026-12-02T00:00:00"):
+    with pytest.raises(InvalidInput, match=r"period boundary.*2026-12-02T00:00:00"):
         migration_plan([1], SlotScheme(slots=24), SlotScheme(slots=48), datetime(2026, 12, 1, 15, tzinfo=UTC))
     with pytest.raises(InvalidInput, match="no time zone"):
         migration_plan([1], SlotScheme(slots=24), SlotScheme(slots=48), datetime(2026, 12, 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 import types
 import xml.etree.ElementTree as ET
@@ -46,7 +47,7 @@ def test_two_panels_with_one_bar_per_slot_and_proportional_heights() -> None:
         heights = _heights(bars)
         scale = heights[4] / values[4]  # the tallest bar
         assert scale > 0
-        for height, value in zip(heights, values):
+        for height, value in zip(heights, values, strict=True):
             assert height == pytest.approx(value * scale, abs=0.01)
         # Bars stand on one baseline: top plus height is the same for every bar.
         bottoms = {round(float(bar.get("y", "nan")) + float(bar.get("height", "nan")), 2) for bar in bars}
@@ -58,7 +59,7 @@ def test_axis_ticks_are_round_and_reach_the_largest_value() -> None:
     root = ET.fromstring(svg)
     ticks = [float(text.text.replace(",", "")) for text in root.iter(f"{SVG}text") if text.get("class") == "tick"]
     assert ticks[0] == 0 and ticks == sorted(ticks) and ticks[-1] >= 1203
-    steps = {round(b - a, 6) for a, b in zip(ticks, ticks[1:])}
+    steps = {round(b - a, 6) for a, b in itertools.pairwise(ticks)}
     assert len(steps) == 1 and steps.pop() in (200.0, 250.0, 500.0)
 
 

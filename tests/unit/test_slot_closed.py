@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from vardiya.slots import IterableSource, SlotJob, SlotScheme
 from vardiya.slots.closed import closed_periods
 
-UTC = timezone.utc
 DAY = datetime(2026, 12, 1, tzinfo=UTC)
 
 

@@ -23,8 +23,8 @@ from sqlalchemy import (
     select,
     union_all,
 )
-from sqlalchemy.engine import Engine
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
 
 from vardiya.errors import ConfigurationError, InvalidInput
 from vardiya.slots import (
@@ -111,7 +111,7 @@ def test_sqlite_computes_the_same_slots_as_python(
     with engine.connect() as connection:
         ids_table.create(connection, checkfirst=True)
         connection.execute(ids_table.delete())
-        connection.execute(insert(ids_table), [{"number": n, "name": s} for n, s in zip(numbers, names)])
+        connection.execute(insert(ids_table), [{"number": n, "name": s} for n, s in zip(numbers, names, strict=True)])
         rows = connection.execute(
             select(
                 ids_table.c.number,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -10,7 +10,6 @@ from vardiya import App
 from vardiya.errors import ConfigurationError
 from vardiya.slots import IterableSource, SchemeChange, SlotJob, SlotScheme, planned_ticks
 
-UTC = timezone.utc
 SWITCH = datetime(2026, 12, 2, tzinfo=UTC)
 SEED_OFFSETS = (timedelta(minutes=1), timedelta(minutes=31))
 

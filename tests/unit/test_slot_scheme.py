@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from itertools import pairwise
 from zoneinfo import ZoneInfo
 
@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from vardiya.errors import InvalidInput
 from vardiya.slots import Assign, Layout, Period, SlotScheme, parse_scheme
 
-UTC = timezone.utc
 HOUR = timedelta(hours=1)
 ZONES = ["UTC", "Europe/Istanbul", "America/New_York", "Australia/Lord_Howe"]
 SPRING_FORWARD = {"America/New_York": date(2026, 3, 8), "Australia/Lord_Howe": date(2026, 10, 4)}

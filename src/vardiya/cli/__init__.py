@@ -15,9 +15,9 @@ import click
 
 from .. import __version__
 from ..errors import VardiyaError
+from .app import app_group
 from .commands import Group
 from .context import global_options
-from .app import app_group
 from .db import db
 from .demo import demo
 from .dlq import dlq

@@ -90,7 +90,7 @@ def global_options(command: F) -> F:
         callback=_remember("app"),
         help="The app object holding jobs, handlers and pipelines (or VARDIYA_APP).",
     )(command)
-    command = click.option(
+    return click.option(
         "--db",
         metavar="URL",
         envvar="VARDIYA_DB",
@@ -98,7 +98,6 @@ def global_options(command: F) -> F:
         callback=_remember("db"),
         help="The state store: sqlite:///path.db or postgresql://user@host/db (or VARDIYA_DB; default sqlite:///vardiya.db).",
     )(command)
-    return command
 
 
 def emit_json(document: Any) -> None:

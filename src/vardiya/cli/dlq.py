@@ -38,8 +38,7 @@ def _filters(command: Any) -> Any:
     command = click.option("--id", "ids", type=int, multiple=True, help="Only these dead letters (repeatable).")(command)
     command = click.option("--error", "error", metavar="TEXT", help="Only those whose last error contains TEXT.")(command)
     command = click.option("--older-than", metavar="DURATION", help="Only those dead for longer (e.g. 72h).")(command)
-    command = click.option("--handler", metavar="NAME", help="Only this handler's.")(command)
-    return command
+    return click.option("--handler", metavar="NAME", help="Only this handler's.")(command)
 
 
 @click.group(cls=Group)
@@ -86,7 +85,7 @@ def show_command(settings: Settings, item_id: int, as_json: bool) -> int:
     with settings.open_store(StoreUse.EXISTING) as store:
         document = letters.show(store, item_id)
         tracebacks = store.failures.attempt_tracebacks(item_id)
-    for attempt, text in zip(document["history"], tracebacks):  # both in history order
+    for attempt, text in zip(document["history"], tracebacks, strict=False):  # in history order; read apart: one may be longer
         attempt["traceback"] = text
     if as_json:
         emit_json(document)

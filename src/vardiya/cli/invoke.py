@@ -12,6 +12,7 @@ import json
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def worker(
         )
     check_names(app, names, "--only")
     # Bad settings are refused here, before the store is opened: nothing is written.
-    options = WorkerSettings(concurrency=concurrency, lease=lease, prefetch=prefetch, names=names)
+    options = WorkerSettings(concurrency=concurrency, lease=timedelta(seconds=lease), prefetch=prefetch, names=names)
     Worker.check(app, options)
     with service_store(settings, log_format, metrics_port) as (store, metrics):
         running = Worker(store, app, options, metrics=metrics)

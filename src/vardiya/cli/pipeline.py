@@ -64,7 +64,7 @@ def _load_graph(spec: str, *, same_partition_only: bool = False) -> TaskGraph:
 
 def _reads(stage: Stage) -> str:
     return "; ".join(
-        f"{upstream} {', '.join(map(str, mappings))}" for upstream, mappings in stage.depends_on.items()
+        f"{upstream} {', '.join(map(str, mappings))}" for upstream, mappings in stage.upstreams.items()
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import click
@@ -10,10 +11,12 @@ from ..app import load_app
 from ..clock import VirtualClock
 from ..errors import InvalidInput
 from ..output import FitTable, progress
+from ..slots.job import SlotJob
 from ..slots.runner import TICK_CAPTION, TICK_COLUMNS, Cut, ReplayReport, TickReport, planned_ticks, replay, run_tick
+from ..store import Store
 from ..times import parse_time
-from .errors import print_failures
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
+from .errors import print_failures
 
 __all__ = ["replay_command", "tick"]
 
@@ -97,7 +100,9 @@ def replay_command(settings: Settings, job_name: str, start: str, end: str, as_j
     return 1 if report.still_failed else 0
 
 
-def _replay_with_progress(settings, store, job, first, last, clock) -> ReplayReport:  # type: ignore[no-untyped-def]
+def _replay_with_progress(
+    settings: Settings, store: Store, job: SlotJob, first: datetime, last: datetime, clock: VirtualClock
+) -> ReplayReport:
     """The replay, with a progress bar of its ticks on a terminal (nothing when piped)."""
     total = sum(1 for _ in planned_ticks(job, first, last))
     with progress(settings.console, "replay", total) as advance:

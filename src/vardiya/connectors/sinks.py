@@ -73,6 +73,7 @@ def upsert(
     if not rows:
         return 0
     name = connection.dialect.name
+    insert: postgresql.Insert | sqlite.Insert
     if name == "postgresql":
         insert = postgresql.insert(table)
     elif name == "sqlite":

@@ -190,7 +190,7 @@ class _SlotColumnBuilder:
 
     def _slot_table(self) -> sa.TableClause:
         """The table with just its id and slot columns, for statements about the column being made."""
-        columns = (sa.column(self.id_column), sa.column(self.column))
+        columns: tuple[sa.ColumnClause[Any], ...] = (sa.column(self.id_column), sa.column(self.column))
         return sa.table(self.table.name, *columns, schema=self.table.schema)
 
     # -- what exists --------------------------------------------------------------------------------
@@ -203,7 +203,7 @@ class _SlotColumnBuilder:
         return f"{self.column}_{self.table.name}_insert", f"{self.column}_{self.table.name}_update"
 
     def _existing_triggers(self) -> set[str]:
-        columns = (sa.column("type"), sa.column("name"), sa.column("tbl_name"))
+        columns: tuple[sa.ColumnClause[Any], ...] = (sa.column("type"), sa.column("name"), sa.column("tbl_name"))
         master = sa.table("sqlite_master", *columns, schema=self.table.schema)
         query = sa.select(master.c.name).where(
             master.c.type == "trigger", master.c.tbl_name == self.table.name
@@ -211,7 +211,7 @@ class _SlotColumnBuilder:
         return set(self.connection.execute(query).scalars())
 
     def _has_rowid(self) -> bool:
-        probe = sa.select(sa.literal_column("rowid")).select_from(self.table).limit(0)
+        probe: sa.Select[Any] = sa.select(sa.literal_column("rowid")).select_from(self.table).limit(0)
         try:
             with self.connection.begin_nested():
                 self.connection.execute(probe)

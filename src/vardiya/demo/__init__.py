@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from .services import services_section
 __all__ = ["DemoResult", "run_demo"]
 
 #: The demo's virtual day: every time it shows is reproducible.
-DEMO_START = datetime(2026, 12, 1, 0, 0, tzinfo=timezone.utc)
+DEMO_START = datetime(2026, 12, 1, 0, 0, tzinfo=UTC)
 SECTIONS = (primitives_section, nightly_section, pipelines_section, invocation_section, planner_section, services_section)
 
 

@@ -25,8 +25,8 @@ from ..clock import VirtualClock
 from ..examples.meter_validation import NIGHT_CSV, Outcome, build_app, load_outcomes, load_records
 from ..invoke import dlq
 from ..invoke.invoker import Invoker
-from ..service.worker import Worker, WorkerSettings
 from ..output import FitTable
+from ..service.worker import Worker, WorkerSettings
 from ..store import Store
 
 __all__ = ["invocation_section"]
@@ -131,10 +131,10 @@ def invocation_section(
     for column in ("id", "model", "records", "co-failed"):
         dead_table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
     dead_table.add_column("last error", wrap=True)
-    label = {handler: name for name, handler in MODELS.values()}
+    label_of = {handler: name for name, handler in MODELS.values()}
     for letter in _one_per_handler(letters):
         dead_table.add_row(
-            str(letter.id), label[letter.handler], str(letter.records), str(letter.co_failed),
+            str(letter.id), label_of[letter.handler], str(letter.records), str(letter.co_failed),
             escape(letter.error or ""),
         )
     console.print(dead_table)
@@ -155,7 +155,7 @@ def invocation_section(
     )
     console.print(
         "records processed again by the redrive: "
-        + ", ".join(f"{label[MODELS[key][1]]} {count:,}" for key, count in reprocessed.items())
+        + ", ".join(f"{label_of[MODELS[key][1]]} {count:,}" for key, count in reprocessed.items())
         + f"; the poison readings are still poison: {dead_again} dead letter(s) again"
     )
 

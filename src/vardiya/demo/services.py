@@ -10,7 +10,7 @@ again. ``vardiya status`` closes the section.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +19,16 @@ from rich.table import Table
 
 from ..app import App
 from ..clock import VirtualClock
-from ..service.worker import Worker, WorkerSettings
 from ..service.scheduler import Scheduler
 from ..service.status import status_report
+from ..service.worker import Worker, WorkerSettings
 from ..slots.scheme import SlotScheme
 from ..slots.sources import IterableSource
 from ..store import LedgerStatus, Store, open_store
 
 __all__ = ["services_section"]
 
-DAY = datetime(2026, 12, 2, tzinfo=timezone.utc)
+DAY = datetime(2026, 12, 2, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 METERS = 2_400
 

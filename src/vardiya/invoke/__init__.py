@@ -23,6 +23,7 @@ from .execute import AttemptOutcome, BatchRecord, CallContext, CallRecord, run_a
 from .handlers import Dedup, FailurePolicy, Handler, Model, payload_key
 from .invoker import CallStatus, Handle, Invoker
 from .metrics import Metrics, Prices, store_metrics
+from .report import WorkerReport
 from .retry import (
     JITTER_VERSION,
     Backoff,
@@ -35,7 +36,6 @@ from .retry import (
     Wait,
     jitter_fraction,
 )
-from .report import WorkerReport
 from .settings import WorkerSettings
 
 __all__ = [

@@ -51,7 +51,7 @@ class DeadLetter:
 
 
 def _is_invocation(kind: str) -> bool:
-    return kind.startswith(CALL_PREFIX) or kind.startswith(BATCH_PREFIX)
+    return kind.startswith((CALL_PREFIX, BATCH_PREFIX))
 
 
 def _letter(row: Any) -> DeadLetter:

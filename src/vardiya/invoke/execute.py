@@ -103,7 +103,7 @@ class DedupGate(Protocol):
 class CallContext:
     """What a handler is told about the call it is in."""
 
-    __slots__ = ("handler", "model", "clock", "item_id", "record", "_gate", "_settled")
+    __slots__ = ("_gate", "_settled", "clock", "handler", "item_id", "model", "record")
 
     def __init__(
         self, handler: Handler, clock: Clock, item_id: int | None, gate: DedupGate | None

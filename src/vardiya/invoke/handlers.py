@@ -29,9 +29,9 @@ from typing import Any
 from ..clock import to_seconds
 from ..errors import ConfigurationError, InvalidInput
 from ..limits import check_key, check_name
+from ..sla import check_sla
 from ..store.types import dumps_json
 from .batching import check_batch_size
-from ..sla import check_sla
 from .retry import CallerRetry, FixedWait, RetryPolicy
 
 __all__ = ["CALL_PREFIX", "BATCH_PREFIX", "Dedup", "FailurePolicy", "Handler", "Model", "payload_key"]
@@ -117,7 +117,7 @@ class Dedup:
         if self.key is not None:
             try:
                 key = self.key(record)
-            except Exception as error:  # noqa: BLE001 - the user's function: its error is bad input here
+            except Exception as error:  # the user's function: its error is bad input here
                 raise InvalidInput(
                     f"the dedup key function {function_label(self.key)} raised {type(error).__name__}: {error}; "
                     "make it accept every payload the handler gets, or give the key yourself"

@@ -81,7 +81,7 @@ def _refuse_model(handler: Handler, why: str) -> NoReturn:
 
 
 def _given_keys(what: str, records: list[Any], keys: Iterable[str | None] | None) -> list[str | None]:
-    given = list(keys) if keys is not None else [None] * len(records)
+    given: list[str | None] = list(keys) if keys is not None else [None] * len(records)
     if len(given) != len(records):
         raise InvalidInput(f"{what} got {len(records)} records but {len(given)} keys")
     return given

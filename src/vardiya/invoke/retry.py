@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from ..clock import ensure_aware
 from ..errors import InvalidInput
@@ -95,12 +95,17 @@ def _whole_number(value: object, what: str, *, at_least: int) -> int:
     return value
 
 
-def _enum_value(enum: type[StrEnum], value: object, what: str) -> Any:
-    try:
-        return enum(value)
-    except ValueError:
-        choices = ", ".join(repr(member.value) for member in enum)
-        raise InvalidInput(f"{what} {value!r} is not known; use one of {choices}") from None
+_Choice = TypeVar("_Choice", bound=StrEnum)
+
+
+def _enum_value(enum: type[_Choice], value: object, what: str) -> _Choice:
+    if isinstance(value, str):  # a member is a str too
+        try:
+            return enum(value)
+        except ValueError:
+            pass
+    choices = ", ".join(repr(member.value) for member in enum)
+    raise InvalidInput(f"{what} {value!r} is not known; use one of {choices}")
 
 
 def jitter_fraction(key: str, attempt: int) -> float:
@@ -109,7 +114,7 @@ def jitter_fraction(key: str, attempt: int) -> float:
         raise InvalidInput(f"a jitter key must be a string (the work item's key), got {key!r}")
     attempt = _whole_number(attempt, "attempt", at_least=1)
     digest = hashlib.blake2b(
-        f"{attempt}:{key}".encode("utf-8"), digest_size=8, person=_JITTER_PERSON
+        f"{attempt}:{key}".encode(), digest_size=8, person=_JITTER_PERSON
     ).digest()
     # the top 53 bits, exactly representable: a 64-bit value over 2**64 could round up to 1.0
     return (int.from_bytes(digest, "big") >> 11) / 2.0**53

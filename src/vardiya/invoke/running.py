@@ -265,5 +265,5 @@ class HandlerRunner:
         if handler.on_failure is not None:
             try:
                 handler.on_failure(handler.name, item, error)
-            except Exception:  # noqa: BLE001 - a broken hook must not stop the worker
+            except Exception:
                 log.exception("on_failure hook of handler %s raised", handler.name)

@@ -120,7 +120,7 @@ class ListenWaker:
     def close(self) -> None:
         try:
             self._connection.close()
-        except Exception:  # noqa: BLE001 - closing a broken connection is not an error
+        except Exception:  # closing a broken connection is not an error
             log.debug("closing the LISTEN connection failed", exc_info=True)
 
 

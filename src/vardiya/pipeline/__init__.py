@@ -23,6 +23,7 @@ from .impact import (
     restart_after_failure,
     task_impact,
 )
+from .io import Output, Read, TaskContext, UndeclaredReadWarning, task_output_path
 from .mapping import (
     CustomMapping,
     MappingKind,
@@ -33,9 +34,8 @@ from .mapping import (
     same,
     window,
 )
-from .io import Output, Read, TaskContext, UndeclaredReadWarning, task_output_path
-from .partitions import Daily, Monthly, PartitionKind, PartitionSet, Static, Unpartitioned
 from .options import RunOptions
+from .partitions import Daily, Monthly, PartitionKind, PartitionSet, Static, Unpartitioned
 from .run import RunMode, RunResult, backfill, rerun, resume, run_pipeline
 from .stages import Pipeline, Stage
 from .state import PipelineState, PipelineStatus, RunRecord, TaskAttempt, TaskRead, TaskRecord, status

@@ -218,7 +218,7 @@ def _stage_predecessors(
 ) -> list[tuple[int, ...]]:
     """The upstream task ids of each of a stage's tasks, sorted, without repeats."""
     resolved: list[tuple[int, list[Sequence[int]]]] = []
-    for upstream_name, mappings in stage.depends_on.items():
+    for upstream_name, mappings in stage.upstreams.items():
         upstream = stages[index[upstream_name]]
         for mapping in mappings:
             rows = mapping.resolve(

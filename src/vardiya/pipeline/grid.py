@@ -199,12 +199,12 @@ def grid_svg(
     height = math.ceil(grid_bottom + 28 + legend_height + _MARGIN)
     parts = [
         '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">',
+        (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">'),
         f"<title>{escape(title)}</title>",
         "<defs>",
-        '<marker id="arrow" viewBox="0 0 6 6" refX="6" refY="3" markerWidth="6" markerHeight="6" '
-        f'orient="auto"><path d="M 0 0 L 6 3 L 0 6 z" fill="{_EDGE_COLOUR}"/></marker>',
+        ('<marker id="arrow" viewBox="0 0 6 6" refX="6" refY="3" markerWidth="6" markerHeight="6" '
+         f'orient="auto"><path d="M 0 0 L 6 3 L 0 6 z" fill="{_EDGE_COLOUR}"/></marker>'),
         "</defs>",
         f'<rect class="background" x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
         svg_text(_MARGIN, 24, title, class_="title", font_size="16", font_weight="bold"),

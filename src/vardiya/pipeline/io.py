@@ -184,7 +184,7 @@ def missing_edge_message(graph: TaskGraph, task: int, upstream_stage: str, upstr
     """``consumption@2026-03 read clean@2026-02, which the graph does not declare: add depends_on=...``."""
     name = graph.names[task]
     stage = graph.stage_of(name)
-    declared = list(stage.depends_on.get(upstream_stage, ()))
+    declared = list(stage.upstreams.get(upstream_stage, ()))
     suggestion = [*declared, _suggested_mapping(graph, task, upstream_stage, upstream_key)]
     mappings = str(suggestion[0]) if len(suggestion) == 1 else "[" + ", ".join(map(str, suggestion)) + "]"
     return (

@@ -179,7 +179,7 @@ class Static(PartitionSet):
 
     kind: ClassVar[PartitionKind] = PartitionKind.STATIC
 
-    keys: tuple[str, ...]  # type: ignore[misc]  # a field here, set by __post_init__ on the other sets
+    keys: tuple[str, ...]  # a field here, set by __post_init__ on the other sets
 
     def __post_init__(self) -> None:
         given: object = self.keys

@@ -234,7 +234,7 @@ class _Runner:
             ended.append(end)
             if self.progress is not None:
                 self.progress(len(succeeded) + len(failed) + 1, len(to_run))
-            reads.extend(read for read in end.reads if not read.declared)
+            reads.extend(read for read in end.reads if isinstance(read, Read) and not read.declared)  # the engine's own
             if end.output is not None:
                 succeeded.append(task)
                 for after in successors[task]:  # they launch in the next wave, with this checkpoint
@@ -245,10 +245,10 @@ class _Runner:
                 return
             failed.append(task)
             errors[end.task] = end.error or ""
-            for after in descendants(graph, end.task):
-                after_id = graph.task_id(after)
-                if after_id in runnable and after_id not in blocked:
-                    blocked[after_id] = newly_blocked[after] = f"upstream {end.task} failed"
+            for descendant in descendants(graph, end.task):
+                descendant_id = graph.task_id(descendant)
+                if descendant_id in runnable and descendant_id not in blocked:
+                    blocked[descendant_id] = newly_blocked[descendant] = f"upstream {end.task} failed"
             stop = stop or fail_fast
 
         def record_wave(launch: Sequence[int] = ()) -> list[int]:

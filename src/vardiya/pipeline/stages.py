@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 from ..errors import ConfigurationError
-from .mapping import PartitionMapping
 from ..limits import check_name
 from ..sla import check_sla
+from .mapping import PartitionMapping
 from .partitions import PartitionSet, Unpartitioned
 
 __all__ = ["Pipeline", "Stage"]
@@ -52,12 +52,13 @@ def _dependencies(stage: str, depends_on: object) -> Mapping[str, tuple[Partitio
             mappings: tuple[object, ...] = (given,)
         else:
             mappings = tuple(given) if isinstance(given, Iterable) and not isinstance(given, str) else ()
-        if not mappings or not all(isinstance(mapping, PartitionMapping) for mapping in mappings):
+        checked = tuple(mapping for mapping in mappings if isinstance(mapping, PartitionMapping))
+        if not mappings or len(checked) != len(mappings):
             raise ConfigurationError(
                 f"stage {stage!r} depends on {upstream!r} with {given!r}; give a mapping such as same() "
                 "or a non-empty list of them, e.g. [same(), offset(-1)]"
             )
-        normalized[upstream] = mappings  # type: ignore[assignment]  # each checked to be a mapping above
+        normalized[upstream] = checked
     return MappingProxyType(normalized)
 
 
@@ -99,6 +100,11 @@ class Stage:
                 f"stage {self.name!r}: retry_wait_s must be a number of seconds >= 0, got {wait!r}"
             )
         object.__setattr__(self, "sla", check_sla(self.sla, f"stage {self.name!r}"))
+
+    @property
+    def upstreams(self) -> Mapping[str, tuple[PartitionMapping, ...]]:
+        """``depends_on`` as ``__post_init__`` left it: each upstream stage's name -> its mappings."""
+        return cast("Mapping[str, tuple[PartitionMapping, ...]]", self.depends_on)
 
 
 class Pipeline:

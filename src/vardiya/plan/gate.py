@@ -123,7 +123,7 @@ class MemoryKeys:
 class ItemGate:
     """``MemoryKeys`` as one item's attempt sees it: the ``DedupGate`` protocol of ``execute``."""
 
-    __slots__ = ("_keys", "_item_id")
+    __slots__ = ("_item_id", "_keys")
 
     def __init__(self, keys: MemoryKeys, item_id: int | None) -> None:
         self._keys = keys

@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..clock import VirtualClock
@@ -47,7 +47,7 @@ from .workload import Workload
 __all__ = ["ORIGIN", "PlanRow", "Prepared", "Replay", "check_batch_size", "model_of", "policy_of", "replay"]
 
 #: The moment a replay starts (any fixed moment will do: only durations are reported).
-ORIGIN = datetime(2026, 1, 1, tzinfo=timezone.utc)
+ORIGIN = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def model_of(value: Model | str) -> Model:
@@ -186,7 +186,7 @@ class Prepared:
 class _Item:
     """A work item (an async call or a stream batch), or a sync call, as the replay moves it."""
 
-    __slots__ = ("id", "key", "records", "attempts")
+    __slots__ = ("attempts", "id", "key", "records")
 
     def __init__(self, item_id: int, key: str, records: list[BatchRecord]) -> None:
         self.id = item_id

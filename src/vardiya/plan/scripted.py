@@ -60,9 +60,9 @@ def handler_for(
     fn: Any,
     profile: Profile,
     *,
-    model: Model | str,
+    model: Model,
     batch_size: int = 1,
-    policy: FailurePolicy | str = FailurePolicy.RETRY_BATCH,
+    policy: FailurePolicy = FailurePolicy.RETRY_BATCH,
     dedup: bool = False,
     name: str = "plan",
 ) -> Handler:

@@ -22,21 +22,21 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ..catchup import CatchUpPolicy
 from ..errors import ConfigurationError
 from ..limits import check_name
 from ..slots.scheme import describe_duration
-from ..catchup import CatchUpPolicy
 from .plan import SERVICE_ATTEMPTS, Firing, planned_key, utc
 from .triggers import Cron, check_zone
 
 __all__ = ["PERIODIC_PREFIX", "Periodic", "PeriodicSchedule", "periodic_kind"]
 
 PERIODIC_PREFIX = "periodic:"
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TINY = timedelta(microseconds=1)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
@@ -52,11 +52,11 @@ def pipeline_kind(pipeline: str) -> str:
 
 def planned_key(planned: datetime) -> str:
     """The item key of a planned time: its UTC instant, to the microsecond (DST-proof, sortable)."""
-    return planned.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return planned.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def utc(moment: datetime) -> datetime:
-    return moment.astimezone(timezone.utc)
+    return moment.astimezone(UTC)
 
 
 @dataclass(frozen=True)

@@ -22,16 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
+from ..catchup import CatchUpPolicy
 from ..errors import ConfigurationError
 from ..limits import check_name
 from ..pipeline.partitions import PartitionKind, PartitionSet
-from ..catchup import CatchUpPolicy
 
 __all__ = [
     "Cron",
@@ -153,7 +153,7 @@ class Cron(Trigger):
         """Planned times in (after, through], in UTC."""
         zone = ZoneInfo(self.tz)
         for moment in CronSim(self.expr, after.astimezone(zone)):
-            planned = moment.astimezone(timezone.utc)
+            planned = moment.astimezone(UTC)
             if planned > through:
                 return
             if planned > after:

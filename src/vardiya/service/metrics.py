@@ -69,8 +69,8 @@ class _StoreCollector:
         waiting: dict[str, int] = {}
         for kind, count in self.store.items.due_by_kind(now).items():
             waiting[family_of(kind)] = waiting.get(family_of(kind), 0) + count
-        for (family, state), count in sorted(counts.items()):
-            items.add_metric([family, state], count)
+        for (family, state_name), count in sorted(counts.items()):
+            items.add_metric([family, state_name], count)
         for family, count in sorted(waiting.items()):
             due.add_metric([family], count)
         yield items
@@ -161,10 +161,10 @@ class ServiceMetrics:
     def watch(self, store: Store, app: App | None = None) -> None:
         """Report the store's work items too (read at each scrape), and with ``app`` its slot jobs'
         records never done in closed periods."""
-        self.registry.register(_StoreCollector(store))  # type: ignore[arg-type]
-        self.registry.register(_SlaCollector(store))  # type: ignore[arg-type]
+        self.registry.register(_StoreCollector(store))
+        self.registry.register(_SlaCollector(store))
         if app is not None and app.slot_jobs:
-            self.registry.register(_NotDoneCollector(store, app))  # type: ignore[arg-type]
+            self.registry.register(_NotDoneCollector(store, app))
 
     def scheduler_step(self, report: StepReport) -> None:
         self.steps.inc()

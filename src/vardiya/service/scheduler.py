@@ -28,14 +28,15 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..catchup import decide
 from ..clock import Clock, SystemClock
 from ..errors import ConfigurationError
-from ..catchup import decide
 from ..schedule.periodic import PeriodicSchedule
-from ..schedule.plan import Firing, TickSchedule, TimeSchedule, TriggerSchedule
+from ..schedule.plan import TickSchedule, TimeSchedule, TriggerSchedule
 from ..schedule.triggers import Cron, DataArrival, PeriodClose, Upstream
+from ..store.schedules import Firing as Fired
 from ..store.schedules import ScheduleState, ScheduleStep
 from .sensors import Sensor
 
@@ -53,7 +54,7 @@ log = logging.getLogger("vardiya.scheduler")
 class StepReport:
     """What one step enqueued and passed by."""
 
-    fired: list[Firing] = field(default_factory=list)
+    fired: list[Fired] = field(default_factory=list)  # the store keeps the firings it was given
     skipped: dict[str, int] = field(default_factory=dict)
     decided: int = 0
 
@@ -133,7 +134,7 @@ class Scheduler:
                     self.schedules[timed.name] = timed
                 elif isinstance(trigger, DataArrival | Upstream):
                     self.sensors.append(Sensor(store, entry, trigger))
-        self._next: dict[str, datetime | None] = {name: None for name in self.schedules}
+        self._next: dict[str, datetime | None] = dict.fromkeys(self.schedules)
         self._seen: dict[str, datetime | None] = {}  # each schedule's stored cursor, as last read
         self._stale = set(self.schedules)  # not decided since this scheduler started: decide them now
         self._live_from: datetime | None = None
@@ -196,7 +197,9 @@ class Scheduler:
                 firings = sensor.check(now)
                 if firings:
                     steps = self.store.schedules.advance(
-                        [sensor.name], lambda _name, _state: ScheduleStep(firings=firings, checked=True), owner=self.owner
+                        [sensor.name],
+                        lambda _name, _state: ScheduleStep(firings=firings, checked=True),  # noqa: B023 - called at once
+                        owner=self.owner,
                     )
                     step = steps.get(sensor.name)
                     sensor.fired(firings)
@@ -295,7 +298,7 @@ class Scheduler:
                 name, fired, span, after, extra={"schedule": name, "not_fired": len(earlier)},
             )
 
-    def _log_fired(self, firings: list[Firing], now: datetime) -> None:
+    def _log_fired(self, firings: list[Fired], now: datetime) -> None:
         for firing in firings:
             late = (now - firing.run_after).total_seconds()
             log.info(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
@@ -64,7 +64,7 @@ class Sensor:
             if key in present:
                 payload = {
                     "pipeline": self.entry.name, "trigger": self.trigger.name, "partition": key,
-                    "planned_at": now.astimezone(timezone.utc).isoformat(),
+                    "planned_at": now.astimezone(UTC).isoformat(),
                 }
                 firings.append(Firing(self.name, self.kind, f"{self.trigger.name}:{key}", payload, now, self.entry.max_attempts))
         return firings

@@ -50,7 +50,7 @@ def status_report(
     families: dict[str, dict[str, int]] = {}
 
     def family(name: str) -> dict[str, int]:
-        return families.setdefault(name, {**{state: 0 for state in _STATES}, "due": 0, "late": 0})
+        return families.setdefault(name, {**dict.fromkeys(_STATES, 0), "due": 0, "late": 0})
 
     late_items: list[dict[str, Any]] = []
     for (kind, state), count in store.items.counts_by_kind().items():

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..invoke.execute import error_text
-from ..tracebacks import format_traceback
 from ..invoke.gate import storable
 from ..pipeline.run import run_pipeline
 from ..schedule.periodic import PERIODIC_PREFIX, periodic_kind
 from ..schedule.plan import PIPELINE_PREFIX, TICK_PREFIX, pipeline_kind, tick_kind
 from ..slots.runner import run_tick
 from ..store.records import WorkItem
+from ..tracebacks import format_traceback
 
 if TYPE_CHECKING:
     from ..app import App
@@ -167,6 +167,6 @@ class ServiceWork:
             self.metrics.pipeline_done(entry.name, result)
         if result.failed or result.blocked or result.pending:
             failed = ", ".join(result.failed) or "none"
-            error = f"run {result.run_id}: failed {failed}; {len(result.blocked)} blocked"
-            return ServiceOutcome(False, result=document, error=error, retry_at=self._retry_at(entry.retry_wait_s))
+            summary = f"run {result.run_id}: failed {failed}; {len(result.blocked)} blocked"
+            return ServiceOutcome(False, result=document, error=summary, retry_at=self._retry_at(entry.retry_wait_s))
         return ServiceOutcome(True, result=document)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from math import gcd
 
 from ..clock import ensure_aware
@@ -28,7 +28,7 @@ BALANCED_PCT = 10.0
 
 The source's real id set sat at +5.29 % / -4.81 % and was judged balanced enough to keep ``mod``."""
 
-_UTC = timezone.utc
+_UTC = UTC
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _LISTED = 12  # slot numbers shown in a warning before it says "..."
 
@@ -143,8 +143,8 @@ def _counts(ids: Sequence[RecordId], slots: int, assign: Assign) -> list[int]:
     for record_id in ids:
         if assign is Assign.HASH:
             counts[hash_slot(record_id, slots)] += 1
-        else:
-            counts[record_id % slots] += 1  # type: ignore[operator]
+        elif isinstance(record_id, int):  # MOD is counted only when every id is a whole number
+            counts[record_id % slots] += 1
     return counts
 
 
@@ -167,8 +167,8 @@ def _residue_warnings(ids: Sequence[int], slots: int) -> list[str]:
             what = f"congruent to {residue} mod {factor} (a factor they share with {slots})"
         empty = [slot for slot in range(slots) if slot % factor != residue]
         return [
-            f"all ids are {what}: only slots {residue}, {residue + factor}, ... get records and "
-            f"{len(empty)} slots stay empty ({_listing(empty)}); use assign='hash'"
+            (f"all ids are {what}: only slots {residue}, {residue + factor}, ... get records and "
+             f"{len(empty)} slots stay empty ({_listing(empty)}); use assign='hash'")
         ]
     distinct = set(ids)
     low = min(distinct)
@@ -186,9 +186,9 @@ def _residue_warnings(ids: Sequence[int], slots: int) -> list[str]:
     if hit and len(hit) <= max(1, slots // 4):
         worst = max(share for _, share in hit)
         return [
-            f"the gaps in the ids hit slot(s) {_listing([slot for slot, _ in hit])}: up to {worst:.0%} of "
-            f"their ids are missing against {overall:.0%} overall, so they run light; "
-            "assign='hash' would spread the gaps"
+            (f"the gaps in the ids hit slot(s) {_listing([slot for slot, _ in hit])}: up to {worst:.0%} of "
+             f"their ids are missing against {overall:.0%} overall, so they run light; "
+             "assign='hash' would spread the gaps")
         ]
     return []
 

@@ -117,8 +117,8 @@ def _panel(
                       text_anchor="middle")
             )
     parts += [
-        f'<line class="axis" x1="0" y1="{format_number(plot_height)}" x2="{format_number(plot_width)}" '
-        f'y2="{format_number(plot_height)}" stroke="#333"/>',
+        (f'<line class="axis" x1="0" y1="{format_number(plot_height)}" x2="{format_number(plot_width)}" '
+         f'y2="{format_number(plot_height)}" stroke="#333"/>'),
         f'<line class="axis" x1="0" y1="0" x2="0" y2="{format_number(plot_height)}" stroke="#333"/>',
         svg_text(plot_width / 2, plot_height + 36, x_label, class_="axis-label", text_anchor="middle"),
         svg_text(-_MARGIN_LEFT + 14, plot_height / 2, name, class_="axis-label", text_anchor="middle",
@@ -151,8 +151,8 @@ def bar_chart_svg(
     height = _TITLE_HEIGHT + panel_height * len(checked)
     parts = [
         '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">',
+        (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">'),
         f"<title>{escape(title)}</title>",
         f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
         svg_text(_MARGIN_LEFT, 24, title, class_="title", font_size="16", font_weight="bold"),

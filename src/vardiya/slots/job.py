@@ -208,9 +208,9 @@ class SlotJob:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigurationError(f"job {self.name!r}: {label} must be a whole number >= {low}, got {value!r}")
-        for label, value in (("current_limit", self.current_limit), ("batch_size", self.batch_size)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ConfigurationError(f"job {self.name!r}: {label} must be a whole number >= 1, got {value!r}")
+        for label, limit in (("current_limit", self.current_limit), ("batch_size", self.batch_size)):
+            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+                raise ConfigurationError(f"job {self.name!r}: {label} must be a whole number >= 1, got {limit!r}")
         explicit = tuple(self.offsets) or None
         own = _run_times(self.name, self.scheme, self.runs_per_slot, explicit, default=(self.runs_per_slot, None))
         object.__setattr__(self, "offsets", own.offsets)
@@ -374,7 +374,7 @@ class SlotJob:
                     "effective_from": change.effective_from.isoformat(),
                     "scheme": change.scheme.fingerprint,
                     "runs_per_slot": change.runs_per_slot,
-                    "offsets_s": [offset.total_seconds() for offset in change.offsets or ()],
+                    "offsets_s": [to_timedelta(offset, "an offset").total_seconds() for offset in change.offsets or ()],
                 }
                 for change in self.scheme_changes
             ],

@@ -44,7 +44,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import islice
+from itertools import islice, pairwise
 from typing import Any
 
 from ..clock import Clock, SystemClock, VirtualClock, ensure_aware
@@ -338,7 +338,7 @@ class _Tick:
         if len(taken) == len(chunk):
             return chunk
         self.report.held += len(chunk) - len(taken)
-        return [record for record, key in zip(chunk, keys) if key in taken]
+        return [record for record, key in zip(chunk, keys, strict=True) if key in taken]
 
     def _run_each(self, records: Iterator[RecordId], period: str, slot: int, context: TickContext) -> int:
         """The per-record loop: per record one handler call, one clock and two timer reads, one row.
@@ -419,7 +419,7 @@ class _Tick:
         try:
             outcomes = self.job.call(batch, context) or {}
         except Exception as error:  # noqa: BLE001 - a handler error is an outcome, recorded in the ledger
-            outcomes = {record: error for record in batch}
+            outcomes = dict.fromkeys(batch, error)
         duration_ms = (self.timer.monotonic() - begun) * 1000 / len(batch)
         first, last = self.time(begun_at), self.time(self.clock.now())
         for record in batch:
@@ -593,7 +593,7 @@ def planned_ticks(job: SlotJob, start: datetime, end: datetime) -> Iterator[date
     boundaries = [ensure_aware(start, "start")]
     boundaries += [c.effective_from for c in job.scheme_changes if start < c.effective_from < end]
     boundaries.append(ensure_aware(end, "end"))
-    for low, high in zip(boundaries, boundaries[1:]):
+    for low, high in pairwise(boundaries):
         in_force = job.runs_at(low)  # each scheme with its own run times
         for tick in in_force.scheme.planned_times(low, high, in_force.offsets):
             yield tick.planned_time

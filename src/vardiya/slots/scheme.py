@@ -43,9 +43,9 @@ import heapq
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..clock import ensure_aware
@@ -67,8 +67,8 @@ __all__ = [
 DAY = timedelta(days=1)
 _HOUR = timedelta(hours=1)
 _SECOND = timedelta(seconds=1)
-_WALL_EPOCH = datetime(1970, 1, 1)  # naive on purpose: the origin of local wall time
-_UTC_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_WALL_EPOCH = datetime(1970, 1, 1)  # noqa: DTZ001 - naive on purpose: the origin of local wall time
+_UTC_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class Assign(StrEnum):
@@ -122,12 +122,17 @@ class PlannedTick(NamedTuple):
     slot: int
 
 
-def _enum(kind: type[Assign] | type[Layout], value: object, field: str) -> object:
-    try:
-        return kind(value)
-    except ValueError:
-        choices = " or ".join(repr(member.value) for member in kind)
-        raise InvalidInput(f"{field}={value!r} is not known; use {choices}") from None
+_Choice = TypeVar("_Choice", bound=StrEnum)
+
+
+def _enum(kind: type[_Choice], value: object, field: str) -> _Choice:
+    if isinstance(value, str):  # a member is a str too
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    choices = " or ".join(repr(member.value) for member in kind)
+    raise InvalidInput(f"{field}={value!r} is not known; use {choices}")
 
 
 def describe_duration(period: timedelta) -> str:
@@ -281,7 +286,7 @@ class SlotScheme:
     def _occurrences(self, wall: datetime) -> list[datetime]:
         """The UTC instants showing local wall time ``wall``: none (gap), one, or two (repeat)."""
         zone = self.zone
-        candidates = {wall.replace(tzinfo=zone, fold=fold).astimezone(timezone.utc) for fold in (0, 1)}
+        candidates = {wall.replace(tzinfo=zone, fold=fold).astimezone(UTC) for fold in (0, 1)}
         return sorted(u for u in candidates if u.astimezone(zone).replace(tzinfo=None) == wall)
 
     def _gap_end(self, wall: datetime) -> datetime:
@@ -298,12 +303,12 @@ class SlotScheme:
                 high = middle
             else:
                 low = middle
-        return datetime.fromtimestamp(high, timezone.utc)
+        return datetime.fromtimestamp(high, UTC)
 
     def _boundary(self, wall: datetime) -> datetime:
         """The first instant at or after local wall time ``wall`` (fold=0; a gap maps to its end)."""
         zone = self.zone
-        first = wall.replace(tzinfo=zone).astimezone(timezone.utc)  # fold=0: the first occurrence
+        first = wall.replace(tzinfo=zone).astimezone(UTC)  # fold=0: the first occurrence
         if first.astimezone(zone).replace(tzinfo=None) == wall:
             return first
         return self._gap_end(wall)
@@ -386,10 +391,7 @@ class SlotScheme:
     def locate(self, moment: datetime) -> SlotPosition:
         """The (period, slot) a planned time falls in; both occurrences of a repeated wall time agree."""
         utc = ensure_aware(moment, "planned time")
-        if self.wall_time:
-            delta = utc.astimezone(self.zone).replace(tzinfo=None) - _WALL_EPOCH
-        else:
-            delta = utc - _UTC_EPOCH
+        delta = utc.astimezone(self.zone).replace(tzinfo=None) - _WALL_EPOCH if self.wall_time else utc - _UTC_EPOCH
         index, within = divmod(delta, self.period)
         slot = self.slot_at_window(within // self.window_length)
         return SlotPosition(period=self._period(index), slot=slot, window=self._window(index, slot))
@@ -471,13 +473,13 @@ class SlotScheme:
 
         while True:
             period = self._period(index)
-            if period.start.astimezone(timezone.utc) >= end:
+            if period.start.astimezone(UTC) >= end:
                 break
             periods[index] = period
             for tick in self._period_ticks(index, offsets):
                 heapq.heappush(heap, tick)
             # Ticks of later periods are never before this period's end: these are final.
-            yield from ready(period.end.astimezone(timezone.utc))
+            yield from ready(period.end.astimezone(UTC))
             if not heap:
                 periods = {index: period}
             index += 1

@@ -21,13 +21,13 @@ from sqlalchemy.engine import Engine
 from ..clock import Clock, SystemClock
 from ..errors import SchemaOutdated, SchemaTooNew, StoreNotFound
 from .dedup import DedupKeys
-from .failures import Failures
 from .engine import READ_ONLY, create_store_engine, driver_errors
+from .failures import Failures
 from .invocations import Invocations
 from .items import WorkItems
 from .ledger import Ledger
-from .schedules import Schedules
 from .migrate import SchemaState, SchemaVersion, head_revision, read_version, upgrade
+from .schedules import Schedules
 from .url import Backend, StoreURL, parse_store_url, resolve_store_url
 
 __all__ = ["Store", "open_store", "upgrade_store"]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from .backend import times_of
+from .records import LedgerStatus
 from .schema import ledger_claims
 from .url import Backend
 
@@ -39,34 +40,36 @@ if TYPE_CHECKING:
 
 __all__ = ["RecordClaims"]
 
+_DONE = f"'{LedgerStatus.DONE.value}'"
+
 #: ``attempts >= this`` never holds: the "given up" test when a job gives up on nothing.
 _NEVER = 2**31 - 1
 
-_SQLITE_TAKE = """
+_SQLITE_TAKE = f"""
 INSERT INTO ledger_claims (job, period, record, owner, lease_until)
 SELECT ?1, ?2, k.value, ?3, ?4 FROM json_each(?5) AS k
  WHERE NOT EXISTS (SELECT 1 FROM ledger AS l WHERE l.job = ?1 AND l.period = ?2 AND l.record = k.value
-                      AND (l.status = 'done' OR l.attempts >= ?6))
+                      AND (l.status = {_DONE} OR l.attempts >= ?6))
 ON CONFLICT (job, period, record) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until
  WHERE ledger_claims.lease_until <= ?7 OR ledger_claims.owner = excluded.owner
 RETURNING record
 """
 
-_POSTGRES_TAKE = """
+_POSTGRES_TAKE = f"""
 INSERT INTO ledger_claims AS c (job, period, record, owner, lease_until)
 SELECT %(job)s::varchar, %(period)s::varchar, k.record, %(owner)s::varchar, %(until)s::timestamptz
   FROM unnest(%(keys)s::varchar[]) AS k (record)
  WHERE NOT EXISTS (SELECT 1 FROM ledger AS l WHERE l.job = %(job)s::varchar AND l.period = %(period)s::varchar
-                      AND l.record = k.record AND (l.status = 'done' OR l.attempts >= %(give_up)s::int))
+                      AND l.record = k.record AND (l.status = {_DONE} OR l.attempts >= %(give_up)s::int))
  ORDER BY k.record
 ON CONFLICT (job, period, record) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until
  WHERE c.lease_until <= %(now)s::timestamptz OR c.owner = excluded.owner
 RETURNING c.record
 """
 
-_POSTGRES_SETTLED = """
+_POSTGRES_SETTLED = f"""
 SELECT record FROM ledger
- WHERE job = %(job)s AND period = %(period)s AND record = ANY(%(keys)s::varchar[]) AND (status = 'done' OR attempts >= %(give_up)s::int)
+ WHERE job = %(job)s AND period = %(period)s AND record = ANY(%(keys)s::varchar[]) AND (status = {_DONE} OR attempts >= %(give_up)s::int)
 """
 
 _POSTGRES_DROP = """
@@ -174,7 +177,7 @@ class RecordClaims:
         if by is not None:
             query = query.where(c.owner == by)
         with self._store.reading() as connection:
-            return {record: holder for record, holder in connection.execute(query)}
+            return dict(connection.execute(query).all())
 
     @staticmethod
     def free_clause(job: str, period: str, record_column: sa.ColumnElement[Any], now: datetime) -> sa.ColumnElement[bool]:

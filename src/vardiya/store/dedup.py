@@ -178,8 +178,8 @@ class DedupKeys:
                 )
                 if self._store.backend is Backend.POSTGRESQL:
                     query = query.with_for_update(of=dedup_keys)
-                for row in connection.execute(query):
-                    found[row.key] = row
+                for stored in connection.execute(query):
+                    found[stored.key] = stored
             take: list[str] = []
             for key in wanted:
                 row = found.get(key)

@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -271,7 +271,8 @@ class DriverConnection:
         connection, cursor = self._connection, self._cursor
         if connection is None or cursor is None or self._pid != os.getpid():
             proxied = self._engine.raw_connection()
-            connection = self._connection = proxied.driver_connection
+            # SQLAlchemy types the driver connection Any | None; a pooled sqlite3 connection always has one
+            connection = self._connection = cast(sqlite3.Connection, proxied.driver_connection)
             proxied.detach()
             cursor = self._cursor = connection.cursor()
             self._pid = os.getpid()

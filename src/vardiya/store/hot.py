@@ -30,14 +30,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..clock import ensure_aware
-from .records import CLAIM_ROW_FIELDS, ItemState, WorkItem, claim_tail, claimed_items, record_key
+from .records import CLAIM_ROW_FIELDS, ItemState, LedgerStatus, WorkItem, claim_tail, claimed_items, record_key
 from .url import Backend
 
 if TYPE_CHECKING:
@@ -259,18 +259,19 @@ _LEDGER_COLUMNS = (
     "duration_ms", "rows", "bytes", "error",
 )
 
+_DONE = f"'{LedgerStatus.DONE.value}'"
 # ``done`` is sticky: a later failed mark of a done record changes nothing but the attempt count.
-_LEDGER_UPSERT = """
-INSERT INTO ledger ({columns}) VALUES ({marks})
+_LEDGER_UPSERT = f"""
+INSERT INTO ledger ({{columns}}) VALUES ({{marks}})
 ON CONFLICT (job, period, record) DO UPDATE SET
-    status = CASE WHEN ledger.status = 'done' THEN ledger.status ELSE excluded.status END,
+    status = CASE WHEN ledger.status = {_DONE} THEN ledger.status ELSE excluded.status END,
     attempts = ledger.attempts + excluded.attempts,
     first_attempt_at = COALESCE(ledger.first_attempt_at, excluded.first_attempt_at),
     last_attempt_at = excluded.last_attempt_at,
-    duration_ms = CASE WHEN ledger.status = 'done' THEN ledger.duration_ms ELSE excluded.duration_ms END,
-    rows = CASE WHEN ledger.status = 'done' THEN ledger.rows ELSE excluded.rows END,
-    bytes = CASE WHEN ledger.status = 'done' THEN ledger.bytes ELSE excluded.bytes END,
-    error = CASE WHEN ledger.status = 'done' THEN ledger.error ELSE excluded.error END,
+    duration_ms = CASE WHEN ledger.status = {_DONE} THEN ledger.duration_ms ELSE excluded.duration_ms END,
+    rows = CASE WHEN ledger.status = {_DONE} THEN ledger.rows ELSE excluded.rows END,
+    bytes = CASE WHEN ledger.status = {_DONE} THEN ledger.bytes ELSE excluded.bytes END,
+    error = CASE WHEN ledger.status = {_DONE} THEN ledger.error ELSE excluded.error END,
     slot = COALESCE(excluded.slot, ledger.slot)
 """
 
@@ -286,7 +287,7 @@ def _sqlite_text_time(moment: datetime | None) -> str | None:
     )
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -393,8 +394,9 @@ class HotSQL:
         id) of the items that were new."""
         written = self._item_time(now)
         if self.backend is Backend.POSTGRESQL:
-            columns = [list(column) for column in zip(*rows)] if rows else [[], [], [], [], []]
-            return connection.exec_driver_sql(_POSTGRES_ENQUEUE_ROWS, (*columns, written, written)).fetchall()
+            columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], [], [], []]
+            made = connection.exec_driver_sql(_POSTGRES_ENQUEUE_ROWS, (*columns, written, written))
+            return [(made_kind, key, item_id) for made_kind, key, item_id in made]
         times: dict[datetime, int | None] = {}  # items enqueued together mostly share their time
         for row in rows:
             if row[4] not in times:
@@ -422,10 +424,9 @@ class HotSQL:
         written = self._item_time(now)
         shared = (kind, max_attempts, self._item_time(run_after))
         if self.backend is Backend.POSTGRESQL:
-            keys, payloads = (list(column) for column in zip(*pairs)) if pairs else ([], [])
-            return connection.exec_driver_sql(
-                _POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written)
-            ).fetchall()
+            keys, payloads = (list(column) for column in zip(*pairs, strict=True)) if pairs else ([], [])
+            made = connection.exec_driver_sql(_POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written))
+            return [(made_kind, key, item_id) for made_kind, key, item_id in made]
         return self._sqlite_enqueue_kind(connection, written, shared, pairs)
 
     def enqueue_kind_alone(
@@ -447,7 +448,7 @@ class HotSQL:
         written = self._item_time(now)
         shared = (kind, max_attempts, self._item_time(run_after))
         if self.backend is Backend.POSTGRESQL:
-            keys, payloads = (list(column) for column in zip(*pairs)) if pairs else ([], [])
+            keys, payloads = (list(column) for column in zip(*pairs, strict=True)) if pairs else ([], [])
             if channel is None:
                 rows = cursor.execute(_POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written)).fetchall()
             else:
@@ -511,14 +512,14 @@ class HotSQL:
         """``complete_statements`` that also set each item's ``busy_ms`` and ``result`` (JSON text or None,
         which keeps the stored result); ``busy`` and ``results`` run along ``ids``."""
         if self.backend is Backend.POSTGRESQL:
-            rows = sorted(zip(ids, busy, results), key=_first)  # ascending ids: see _POSTGRES_COMPLETE
-            return [(_POSTGRES_COMPLETE_TIMED, (self._item_time(now), *map(list, zip(*rows)), owner))]
+            rows = sorted(zip(ids, busy, results, strict=True), key=_first)  # ascending ids: see _POSTGRES_COMPLETE
+            return [(_POSTGRES_COMPLETE_TIMED, (self._item_time(now), *map(list, zip(*rows, strict=True)), owner))]
         t_now = _sqlite_item_time(now)
         statements = []
         # three parameters a row: a third of the ids per statement that a plain completion binds
         step = _SQLITE_IDS_PER_STATEMENT // 3
         for start in range(0, len(ids), step):
-            rows = list(zip(ids[start : start + step], busy[start : start + step], results[start : start + step]))
+            rows = list(zip(ids[start : start + step], busy[start : start + step], results[start : start + step], strict=True))
             statements.append((_sqlite_complete_timed(len(rows), returning), (t_now, *chain(*rows), owner)))
         return statements
 

@@ -82,7 +82,7 @@ class Invocations(InvocationReads):
     def _insert_call_values(self, connection: sa.Connection, values: list[tuple[Any, ...]]) -> None:
         """Write call-log rows given as tuples in ``_CALL_COLUMNS`` order, times already converted."""
         if self._store.backend is Backend.POSTGRESQL:
-            connection.exec_driver_sql(_POSTGRES_INSERT_CALLS, tuple(list(column) for column in zip(*values)))
+            connection.exec_driver_sql(_POSTGRES_INSERT_CALLS, tuple(list(column) for column in zip(*values, strict=True)))
         else:
             connection.exec_driver_sql(_SQLITE_INSERT_CALLS, values)
 
@@ -187,4 +187,4 @@ class Invocations(InvocationReads):
         if since is not None:
             query = query.where(q.started_at >= since)
         with self._store.reading() as connection:
-            return [row._mapping for row in connection.execute(query)]
+            return [row._asdict() for row in connection.execute(query)]

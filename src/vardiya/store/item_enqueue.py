@@ -17,11 +17,12 @@ import sqlalchemy as sa
 
 from ..clock import ensure_aware
 from ..limits import check_kind
+from .engine import DriverConnection, PostgresStatement
 from .hot import EnqueueRow, HotSQL
 from .item_checks import check_max_attempts, check_payload, checked_payloads
-from .item_reads import ItemReads, by_key as _by_key, item_from_row
+from .item_reads import ItemReads, item_from_row
+from .item_reads import by_key as _by_key
 from .records import WorkItem
-from .engine import DriverConnection, PostgresStatement
 from .streams import NOTIFY_CHANNEL, notify
 from .url import Backend
 

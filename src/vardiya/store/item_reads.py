@@ -7,6 +7,7 @@ The summaries (counts by kind, what is due, results) are ``item_summaries.py``'s
 
 from __future__ import annotations
 
+import builtins
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +100,7 @@ class ItemReads(ItemSummaries):
         with self._store.reading() as connection:
             return [item_from_row(row) for row in connection.execute(query)]
 
-    def history(self, item_id: int) -> list[Attempt]:
+    def history(self, item_id: int) -> builtins.list[Attempt]:  # `list` here is the method above
         """Every ended attempt at the item, in order.
 
         Failed and expired attempts have rows of their own. The successful attempt, always the last,

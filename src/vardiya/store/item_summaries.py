@@ -78,7 +78,7 @@ class ItemSummaries:
             .group_by(c.kind)
         )
         with self._store.reading() as connection:
-            return {kind: count for kind, count in connection.execute(query)}
+            return dict(connection.execute(query).all())
 
     def due_items(self, due_by: datetime, *, limit: int) -> list[DueItem]:
         """Up to ``limit`` ready items due at or before ``due_by``, longest due first."""

@@ -14,7 +14,7 @@ goes"); it builds each prepared row once instead.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -47,7 +47,7 @@ if _LEDGER_COLUMNS != ROW_COLUMNS:  # the runner builds rows in this order; a si
 
 #: Rows are upserted in primary-key order (see ``mark_rows``).
 _PRIMARY_KEY = itemgetter(0, 1, 2)
-_UTC = timezone.utc
+_UTC = UTC
 _SECOND = timedelta(seconds=1)
 
 
@@ -77,7 +77,7 @@ def _time_converter(hot: HotSQL) -> Callable[[datetime], Any]:
         # has a fraction of a second (rare, but a datetime allows it); a naive one must fail in slow.
         if moment.tzinfo is _UTC:
             if low <= moment < high:
-                return prefix + "%06d" % moment.microsecond
+                return f"{prefix}{moment.microsecond:06d}"
             text: str = slow(moment)
             low = moment.replace(microsecond=0)
             high = low + _SECOND
@@ -383,7 +383,7 @@ class Ledger:
         """How many records of the period are done and failed."""
         c = ledger.c
         with self._store.reading() as connection:
-            found = dict(
+            found: dict[str, int] = dict(
                 connection.execute(
                     sa.select(c.status, sa.func.count())
                     .where(c.job == job, c.period == period)

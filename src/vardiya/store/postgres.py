@@ -7,7 +7,7 @@ naive datetime is refused: its zone would be a guess.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..clock import ensure_aware
@@ -32,8 +32,8 @@ class PostgresTimes:
         if value is None:
             return None
         if value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
 
 
 POSTGRES_TIMES = PostgresTimes()

@@ -91,7 +91,7 @@ class WorkItem:
     slots below: a claim sets them once per item.
     """
 
-    __slots__ = ("_id", "_values", "_tail", "_payload")
+    __slots__ = ("_id", "_payload", "_tail", "_values")
     _id: int
     _values: tuple[Any, ...]
     _tail: tuple[Any, ...]
@@ -129,11 +129,11 @@ class WorkItem:
     @property
     def kind(self) -> str:
         kind = self._values[1]
-        return self._tail[5] if kind is None else kind  # type: ignore[no-any-return]
+        return self._tail[5] if kind is None else kind
 
     @property
     def key(self) -> str:
-        return self._values[2]  # type: ignore[no-any-return]
+        return self._values[2]
 
     @property
     def payload(self) -> Any:
@@ -149,15 +149,15 @@ class WorkItem:
 
     @property
     def state(self) -> ItemState:
-        return self._tail[0]  # type: ignore[no-any-return]
+        return self._tail[0]
 
     @property
     def attempts(self) -> int:
-        return self._values[4]  # type: ignore[no-any-return]
+        return self._values[4]
 
     @property
     def max_attempts(self) -> int:
-        return self._values[5]  # type: ignore[no-any-return]
+        return self._values[5]
 
     @property
     def run_after(self) -> datetime:
@@ -166,15 +166,15 @@ class WorkItem:
 
     @property
     def lease_owner(self) -> str | None:
-        return self._tail[1]  # type: ignore[no-any-return]
+        return self._tail[1]
 
     @property
     def lease_until(self) -> datetime | None:
-        return self._tail[2]  # type: ignore[no-any-return]
+        return self._tail[2]
 
     @property
     def last_error(self) -> str | None:
-        return self._values[8]  # type: ignore[no-any-return]
+        return self._values[8]
 
     @property
     def result(self) -> Any:
@@ -190,7 +190,7 @@ class WorkItem:
 
     @property
     def updated_at(self) -> datetime:
-        return self._tail[4]  # type: ignore[no-any-return]
+        return self._tail[4]
 
     @property
     def attempts_left(self) -> int:
@@ -209,13 +209,13 @@ class WorkItem:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not WorkItem:
             return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
+        return self._fields() == other._fields()
 
     def __hash__(self) -> int:
         return hash(self._fields())
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={value!r}" for name, value in zip(WORK_ITEM_FIELDS, self._fields()))
+        fields = ", ".join(f"{name}={value!r}" for name, value in zip(WORK_ITEM_FIELDS, self._fields(), strict=True))
         return f"WorkItem({fields})"
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -304,7 +304,7 @@ def claimed_items(rows: Iterable[tuple[Any, ...]], tail: tuple[Any, ...]) -> lis
     text, or the number, the database returned) and its ``claim_tail``."""
     # This loop runs once per claimed item: each item is its row and the shared tail, nothing more (its
     # payload is decoded, and SQLite's integer times converted, when they are first read).
-    items = []
+    items: list[WorkItem] = []
     append = items.append
     new = _new
     undecoded = _UNDECODED

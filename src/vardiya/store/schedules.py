@@ -174,8 +174,8 @@ class Schedules:
                     name, firing = by_item[(kind, key)]
                     steps[name].new.append(firing)
                     fired[name] = fired.get(name, 0) + 1
-                for row in rows:
-                    row["fired"] += fired.get(row["name"], 0)
+                for entry in rows:
+                    entry["fired"] += fired.get(entry["name"], 0)
                 if made:
                     notify(connection, store.backend, "schedule")
             if rows:

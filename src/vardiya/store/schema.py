@@ -62,7 +62,10 @@ def _state_enum(enum_class: type[enum.Enum], name: str) -> sa.Enum:
     )
 
 
-_ready = sa.text("state IN ('pending', 'failed')")
+# Partial indexes' conditions: the state names come from the Enum, the text is what the migrations wrote.
+_ready = sa.text(f"state IN ('{ItemState.PENDING.value}', '{ItemState.FAILED.value}')")
+_running = sa.text(f"state = '{ItemState.RUNNING.value}'")
+_dead = sa.text(f"state = '{ItemState.DEAD.value}'")
 
 # The times are UTCMicros: on SQLite an integer of microseconds (migration 0005), in columns still
 # declared DATETIME; every other table keeps UTCDateTime's text.
@@ -109,16 +112,16 @@ work_items = sa.Table(
     sa.Index(
         "ix_work_items_leased",
         "lease_until",
-        postgresql_where=sa.text("state = 'running'"),
-        sqlite_where=sa.text("state = 'running'"),
+        postgresql_where=_running,
+        sqlite_where=_running,
     ),
     # Dead letters are listed by kind and age; a partial index keeps the hot path free of its upkeep.
     sa.Index(
         "ix_work_items_dead",
         "kind",
         "updated_at",
-        postgresql_where=sa.text("state = 'dead'"),
-        sqlite_where=sa.text("state = 'dead'"),
+        postgresql_where=_dead,
+        sqlite_where=_dead,
     ),
 )
 

@@ -8,7 +8,7 @@ integers (``types.UTCMicros`` says why). A naive datetime is refused: its zone w
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..clock import ensure_aware
@@ -16,7 +16,7 @@ from .url import Backend
 
 __all__ = ["SQLITE_TIMES", "SQLiteTimes"]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -29,7 +29,7 @@ class SQLiteTimes:
         """UTC text in SQLAlchemy's SQLite DATETIME format, as ``UTCDateTime`` stores it."""
         if moment is None:
             return None
-        if moment.tzinfo is not timezone.utc:  # the engine's own clock readings skip the conversion
+        if moment.tzinfo is not UTC:  # the engine's own clock readings skip the conversion
             moment = ensure_aware(moment, "timestamp")
         return moment.isoformat(" ", "microseconds")[:26]  # drop the "+00:00"
 
@@ -50,8 +50,8 @@ class SQLiteTimes:
         if isinstance(value, str):
             value = datetime.fromisoformat(value)
         if value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
 
 
 SQLITE_TIMES = SQLiteTimes()

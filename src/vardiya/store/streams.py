@@ -20,18 +20,19 @@ with an optional key, offsets in order, batches cut per lane; the consumer above
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, cast
 
 import sqlalchemy as sa
 
 from ..limits import check_key, check_kind, check_name
 from ..rules.batching import batch_ready
+from .backend import times_of
 from .hot import ITEM_KEY_INSERT
 from .records import ItemState
 from .schema import stream_lanes, stream_records, work_items
-from .backend import times_of
 from .sqlite import SQLITE_TIMES
 from .types import dumps_json, json_text
 from .url import Backend
@@ -46,7 +47,7 @@ NOTIFY_CHANNEL = "vardiya_work"
 
 _FINISHED = (ItemState.SUCCEEDED.value, ItemState.DEAD.value)
 _INSERT_BATCH = work_items.insert().returning(work_items.c.id)
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def epoch_ms(moment: datetime) -> int:
@@ -298,7 +299,7 @@ class Streams:
         """
         # the sqlite3 connection itself, inside the transaction SQLAlchemy opened on it: a statement
         # through exec_driver_sql cost more in SQLAlchemy's result set-up than in SQLite
-        raw = connection.connection.driver_connection
+        raw = cast(sqlite3.Connection, connection.connection.driver_connection)  # never None on a live connection
         rows = raw.execute(_SQLITE_CUT_SELECT, (stream, lane, batch_size)).fetchall()
         if not rows:
             return None

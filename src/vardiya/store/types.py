@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -87,7 +87,7 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
             return None
         if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
             raise ValueError(f"naive datetime {value!r} given to the store; pass an aware datetime")
-        value = value.astimezone(timezone.utc)
+        value = value.astimezone(UTC)
         if dialect.name == "sqlite":
             return value.replace(tzinfo=None)
         return value
@@ -96,7 +96,7 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
         return (SQLITE_TIMES if dialect.name == "sqlite" else POSTGRES_TIMES).read_time(value)
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -148,7 +148,7 @@ class UTCMicros(sa.TypeDecorator[datetime]):
             return to_micros(value)
         if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
             raise ValueError(f"naive datetime {value!r} given to the store; pass an aware datetime")
-        return value.astimezone(timezone.utc)
+        return value.astimezone(UTC)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         # An integer of microseconds, or UTCDateTime's text (a row written before migration 0005).
