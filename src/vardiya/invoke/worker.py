@@ -43,7 +43,9 @@ from .execute import AttemptOutcome, BatchRecord, CallContext, call_single, end_
 from .gate import StoreGate, storable
 from .handlers import CALL_PREFIX, Handler, Model
 from .invoker import handlers_of
+from ..store.heartbeats import ServiceBeat, ServiceKind
 from .pacing import StartPacer
+from .pauses import PausedKinds
 from .sla_calls import CallSla
 from .wake import Waker, waker_for
 
@@ -125,6 +127,11 @@ class Worker:
         self.poll_min = poll_min
         self.poll_max = poll_max
         self._heartbeat = heartbeat
+        self._pauses = PausedKinds(store)  # what is paused stays queued (vardiya pause)
+        self._service = ServiceBeat(
+            store, self.owner, ServiceKind.WORKER, interval_s=max(0.05, self.lease / 3),
+            app=getattr(handlers, "name", None), runs=self.all_kinds,
+        )
         self._stop = threading.Event()
         self._held: set[int] = set()
         self._held_lock = threading.Lock()
@@ -180,6 +187,7 @@ class Worker:
     def run(self, *, until_idle: bool = False) -> WorkerReport:
         """Work until ``stop()`` (or, with ``until_idle``, until no work of its handlers is left)."""
         beat = None
+        self._service.start()
         if self._heartbeat:
             beat = threading.Thread(target=self._beat, name=f"{self.owner}-heartbeat", daemon=True)
             beat.start()
@@ -199,6 +207,7 @@ class Worker:
             self._stop.set()
             if beat is not None:
                 beat.join(timeout=5)
+            self._service.stop()
         return self._report
 
     # -- the loop -----------------------------------------------------------------------------------
@@ -208,8 +217,11 @@ class Worker:
         pacer = StartPacer()  # per thread: its chunks follow the handlers it runs
         try:
             while not self._stop.is_set():
+                paused = self._pauses.kinds()
                 if self.services is not None:
-                    served = self.store.items.claim(1, owner=self.owner, lease=self.lease, kinds=self.services.kinds)
+                    served = self.store.items.claim(
+                        1, owner=self.owner, lease=self.lease, kinds=self.services.kinds, exclude=paused
+                    )
                     if served:
                         waker.reset()
                         self._serve(served[0])
@@ -218,7 +230,8 @@ class Worker:
                     self._cut(flush=False)
                 items = (
                     self.store.items.claim(
-                        self.prefetch, owner=self.owner, lease=self.lease, kinds=self.kinds, start=pacer.size
+                        self.prefetch, owner=self.owner, lease=self.lease, kinds=self.kinds, start=pacer.size,
+                        exclude=paused,
                     )
                     if self.kinds else []
                 )
@@ -254,7 +267,7 @@ class Worker:
 
     def _next_due(self) -> datetime | None:
         """When the next item of ours can be claimed (None: nothing left at all), stream records too."""
-        due = self.store.items.next_due(self.all_kinds)
+        due = self.store.items.next_due(self._pauses.active(self.all_kinds))
         if due is not None:
             # Records still waiting in the stream after a flushing cut are held back by their lane's
             # batch in flight: they become due when that batch does, not before.
@@ -265,7 +278,7 @@ class Worker:
     def _next_service_at(self) -> datetime | None:
         """When the next tick or pipeline item enqueued ahead of its time comes due (None: none is)."""
         assert self.services is not None
-        return self.store.items.next_ready_at(self.services.kinds)
+        return self.store.items.next_ready_at(self._pauses.active(self.services.kinds))
 
     def _cut(self, *, flush: bool) -> int:
         made = 0
@@ -288,6 +301,7 @@ class Worker:
     def _beat(self) -> None:
         interval = max(0.05, self.lease / 3)
         while not self._stop.wait(interval):
+            self._service.beat()
             with self._held_lock:
                 held = sorted(self._held)
             if held:

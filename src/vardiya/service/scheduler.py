@@ -36,7 +36,9 @@ from ..catchup import decide
 from ..schedule.periodic import PeriodicSchedule
 from ..schedule.plan import Firing, TickSchedule, TimeSchedule, TriggerSchedule
 from ..schedule.triggers import Cron, DataArrival, PeriodClose, Upstream
+from ..store.heartbeats import ServiceBeat, ServiceKind
 from ..store.schedules import ScheduleState, ScheduleStep
+from .pauses import SchedulePauses
 from .sensors import Sensor
 
 if TYPE_CHECKING:
@@ -140,6 +142,11 @@ class Scheduler:
         self._last: tuple[datetime, float] | None = None
         self._before_start: dict[str, list[datetime]] = {}  # a first start's earlier times, to log once
         self._stop = threading.Event()
+        self._pauses = SchedulePauses(store, [*self.schedules, *(sensor.name for sensor in self.sensors)])
+        self._service = ServiceBeat(
+            store, self.owner, ServiceKind.SCHEDULER, interval_s=max(poll_max, 5.0), app=app.name,
+            runs=[*self.schedules, *(sensor.name for sensor in self.sensors)],
+        )
 
     # -- control ------------------------------------------------------------------------------------
 
@@ -149,8 +156,10 @@ class Scheduler:
     def run(self, *, steps: int | None = None) -> SchedulerReport:
         """Step until ``stop()`` (or ``steps`` steps), sleeping until the next thing is due."""
         report = SchedulerReport()
+        self._service.start()
         try:
             while not self._stop.is_set():
+                self._service.beat()
                 step = self.step()
                 report.steps += 1
                 report.fired += len(step.fired)
@@ -161,6 +170,7 @@ class Scheduler:
         finally:
             for sensor in self.sensors:
                 sensor.close()
+            self._service.stop()
         return report
 
     def _sleep(self) -> None:
@@ -183,7 +193,12 @@ class Scheduler:
         self._observe(now, self.clock.monotonic())
         report = StepReport()
         horizon = now + self.lead
-        due = [name for name, moment in self._next.items() if name in self._stale or moment is None or moment <= horizon]
+        paused = self._pauses.check(now)  # a paused schedule is not decided: its cursor waits (pauses.py)
+        self._next.update((name, None) for name in paused if name in self._next)
+        due = [
+            name for name, moment in self._next.items()
+            if name not in paused and (name in self._stale or moment is None or moment <= horizon)
+        ]
         if due:
             steps = self.store.schedules.advance(due, lambda name, state: self._decide(name, state, now), owner=self.owner)
             report.decided = len(due)
@@ -192,7 +207,7 @@ class Scheduler:
                 self._stale.discard(name)
                 self._after(name, step, now, report)
         for sensor in self.sensors:
-            if sensor.due(now):
+            if sensor.name not in paused and sensor.due(now):
                 firings = sensor.check(now)
                 if firings:
                     steps = self.store.schedules.advance(
@@ -231,7 +246,7 @@ class Scheduler:
         if after >= horizon:
             return None  # planned beyond the horizon: another scheduler is ahead, or the clock stepped back
         assert self._live_from is not None
-        policy, live_from = schedule.policy, self._live_from
+        policy, live_from = schedule.policy, self._pauses.live_from(name, self._live_from)
         first = state is None or state.planned_through is None
         if first:
             # Never planned: nothing came due while a scheduler ran, so no grace applies (a new job fires
