@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..errors import InvalidInput
+from ..limits import check_key
 from .item_reads import by_key, item_from_row
 from .records import WorkItem
 from .schema import paused
-from .types import check_no_nul
 
 if TYPE_CHECKING:
     from .api import Store
@@ -86,12 +86,7 @@ def _pause(row: Any) -> Pause:
 
 
 def _check_name(name: str) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInput(f"a name to pause must be a non-empty string, got {name!r}")
-    if len(name) > 500:
-        raise InvalidInput(f"name {name[:40]!r}... is {len(name)} characters; at most 500 are kept")
-    check_no_nul(name, "name")
-    return name
+    return check_key(name, "a name to pause or resume", 500)
 
 
 class Controls:
@@ -121,16 +116,18 @@ class Controls:
         if reason is not None:
             if len(reason) > REASON_MAX:
                 raise InvalidInput(f"a pause reason is at most {REASON_MAX} characters, got {len(reason)}")
-            check_no_nul(reason, "reason")
+            if "\x00" in reason:
+                raise InvalidInput("a pause reason holds a NUL character (U+0000); remove it")
         now = self._store.clock.now()
         with self._store.transaction() as connection:
             inserted = connection.execute(
                 self._store.dialect_insert(paused)
                 .values(kind=kind.value, name=name, paused_at=now, reason=reason or None)
                 .on_conflict_do_nothing(index_elements=["kind", "name"])
-            ).rowcount
+                .returning(paused.c.name)
+            ).first() is not None
             row = connection.execute(sa.select(paused).where(paused.c.kind == kind.value, paused.c.name == name)).one()
-        return PauseChange(changed=bool(inserted), pause=_pause(row))
+        return PauseChange(changed=inserted, pause=_pause(row))
 
     def resume(self, kind: ControlKind, name: str) -> PauseChange:
         """Resume (kind, name); resuming what is not paused changes nothing. Returns the pause it ended."""
