@@ -136,8 +136,8 @@ def resolve(app: App, name: str, kind: EntryKind | None = None) -> Entry:
     if not found:
         of_kind = [entry for entry in entries if kind is None or entry.kind is kind]
         known = ", ".join(f"{entry.name} ({entry.kind.value})" for entry in of_kind) or "none"
-        what = f"a {kind.value}" if kind is not None else "anything"
-        raise InvalidInput(f"app {app.name!r} has no {what} named {name!r}; it has: {known}")
+        what = f"no {kind.value}" if kind is not None else "nothing"
+        raise InvalidInput(f"app {app.name!r} has {what} named {name!r}; it has: {known}")
     kinds = ", ".join(entry.kind.control.value for entry in found)
     raise InvalidInput(
         f"{name!r} names more than one thing in app {app.name!r} ({kinds}); say which with --kind {found[0].kind.control.value}"

@@ -110,7 +110,7 @@ def test_pause_is_stored_shown_by_status_and_resumed_once(tmp_path: Path) -> Non
 def test_unknown_ambiguous_and_bad_names_exit_2_and_write_nothing(tmp_path: Path) -> None:
     app = _setup(tmp_path)
     unknown = run_cli("pause", "nightly", *app, cwd=tmp_path)
-    assert_one_line_error(unknown, "no anything named 'nightly'", "nightly_users (slot job)", "meters:nightly (trigger)")
+    assert_one_line_error(unknown, "nothing named 'nightly'", "nightly_users (slot job)", "meters:nightly (trigger)")
     ambiguous = run_cli("pause", "clash", *app, cwd=tmp_path)
     assert_one_line_error(ambiguous, "'clash' names more than one thing", "handler", "periodic", "--kind")
     assert not (tmp_path / "vardiya.db").exists()
@@ -185,7 +185,7 @@ def test_bad_triggers_exit_2_and_queue_nothing(tmp_path: Path) -> None:
         (["trigger", "meters:nightly", "--at", "soon"], "neither a partition"),
         (["trigger", "emails"], "runs on submit"),
         (["trigger", "meters:nightly", "--at", "2026-12-05"], "pipeline meters is paused"),
-        (["trigger", "missing"], "no anything named 'missing'"),
+        (["trigger", "missing"], "nothing named 'missing'"),
     ]
     for args, fragment in cases:
         assert_one_line_error(run_cli(*args, *app, cwd=tmp_path), fragment)

@@ -241,3 +241,22 @@ def test_a_scheduler_and_a_worker_beat_while_running_and_remove_their_rows(store
     assert store.heartbeats.all() == []
     Worker(store, app, owner="work-a", heartbeat=False).run(until_idle=True)
     assert store.heartbeats.all() == []
+
+
+def test_status_shows_what_is_paused_and_the_services_alive(store: Store, clock: VirtualClock) -> None:
+    from vardiya.service.status import status_report
+
+    app = hourly_app()
+    ServiceBeat(store, "worker-9", ServiceKind.WORKER, interval_s=10, app="shop", runs=["call:emails"]).start()
+    store.controls.pause(ControlKind.SLOT_JOB, "hourly", reason="migration")
+    at(clock, DAY1 + HOUR * 6)  # hours of ticks not fired: a paused job is not behind
+    document = status_report(store, app)
+    assert [(p["kind"], p["name"], p["reason"]) for p in document["paused"]] == [("slot_job", "hourly", "migration")]
+    assert document["jobs"][0]["paused"] is True and document["behind"] == []
+    assert [(s["id"], s["kind"], s["alive"]) for s in document["services"]] == [("worker-9", "worker", False)]
+    assert document["services_alive"] == 0
+    store.controls.resume(ControlKind.SLOT_JOB, "hourly")
+    ServiceBeat(store, "worker-9", ServiceKind.WORKER, interval_s=10, app="shop", runs=["call:emails"]).start()
+    document = status_report(store, app)
+    assert document["jobs"][0]["paused"] is False and document["paused"] == []
+    assert document["services_alive"] == 1
