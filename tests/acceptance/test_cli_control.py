@@ -75,7 +75,7 @@ def _rows(tmp_path: Path, table: str) -> list[tuple[object, ...]]:
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'vardiya.db'}")
     try:
         with engine.connect() as connection:
-            return [tuple(row) for row in connection.exec_driver_sql(f"SELECT * FROM {table}")]  # noqa: S608
+            return [tuple(row) for row in connection.exec_driver_sql(f"SELECT * FROM {table}")]
     finally:
         engine.dispose()
 

@@ -58,9 +58,11 @@ def _report(settings: Settings, verb: str, entry: Entry, change: PauseChange, as
             settings.console.print(f"{what} was already paused (since {pause.paused_at.isoformat()}){why}; nothing changed")
     elif change.changed:
         assert pause is not None
-        settings.console.print(
-            f"resumed {what} (paused since {pause.paused_at.isoformat()}); its catch-up policy decides the runs missed meanwhile"
+        after = (
+            "its queued items run again" if entry.kind is EntryKind.HANDLER
+            else "its catch-up policy decides the runs missed meanwhile"
         )
+        settings.console.print(f"resumed {what} (paused since {pause.paused_at.isoformat()}); {after}")
     else:
         settings.console.print(f"{what} is not paused; nothing changed")
     return 0

@@ -31,7 +31,7 @@ from .schema import paused
 if TYPE_CHECKING:
     from .api import Store
 
-__all__ = ["ControlKind", "Pause", "PauseChange", "Controls", "Queued"]
+__all__ = ["ControlKind", "Controls", "Pause", "PauseChange", "Queued"]
 
 #: The longest reason a pause keeps (the column's size).
 REASON_MAX = 500
