@@ -10,6 +10,7 @@ intervals and gone after a clean stop.
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,8 @@ from vardiya.clock import VirtualClock
 from vardiya.errors import InvalidInput
 from vardiya.invoke.invoker import Invoker
 from vardiya.invoke.worker import Worker
-from vardiya.schedule import CatchUpPolicy
+from vardiya.pipeline import Daily
+from vardiya.schedule import CatchUpPolicy, Cron, DataArrival
 from vardiya.schedule.plan import planned_key
 from vardiya.service.manual import TriggerRefused, manual_run, queue_manual_run
 from vardiya.service.scheduler import Scheduler
@@ -260,3 +262,34 @@ def test_status_shows_what_is_paused_and_the_services_alive(store: Store, clock:
     document = status_report(store, app)
     assert document["jobs"][0]["paused"] is False and document["paused"] == []
     assert document["services_alive"] == 1
+
+
+def test_a_paused_trigger_or_pipeline_fires_nothing_and_its_sensor_is_not_checked(
+    store: Store, clock: VirtualClock, tmp_path: Path
+) -> None:
+    from .test_triggers import landing_pipeline, write_rows
+
+    landing = tmp_path / "landing"
+    app = App("paused-triggers")
+    days = Daily(start="2026-12-01", end="2026-12-02")
+    app.add_pipeline(
+        landing_pipeline("eager", landing, days), root=tmp_path / "out",
+        triggers=[Cron(expr="0 6 * * *", lag=0, name="six")],
+    )
+    app.add_pipeline(
+        landing_pipeline("patient", landing, days), root=tmp_path / "out",
+        triggers=[DataArrival(path=str(landing / "{partition}.csv"), every=60, name="landed")],
+    )
+    store.controls.pause(ControlKind.TRIGGER, "eager:six")
+    store.controls.pause(ControlKind.PIPELINE, "patient")
+    scheduler = Scheduler(store, app)
+    scheduler.step()
+    write_rows(landing / "2026-12-01.csv", 3)
+    at(clock, DAY1 + timedelta(hours=6))
+    assert scheduler.step().fired == []  # neither the paused trigger nor the paused pipeline's sensor
+    store.controls.resume(ControlKind.PIPELINE, "patient")
+    at(clock, DAY1 + timedelta(hours=6, minutes=2))
+    assert [firing.key for firing in scheduler.step().fired] == ["landed:2026-12-01"]
+    store.controls.resume(ControlKind.TRIGGER, "eager:six")
+    # 06:00 came while paused: missed; the default policy fires the latest missed time, once
+    assert [firing.key.split("@")[0] for firing in scheduler.step().fired] == ["six"]
