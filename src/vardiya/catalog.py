@@ -2,6 +2,10 @@
 
 ``vardiya app show`` prints it; it is the answer to "what will the scheduler fire and the workers run
 if I deploy this app?", read from the declarations alone (no store is opened). Pure.
+
+``resolve`` turns a name a person typed (``vardiya pause NAME``, ``vardiya trigger NAME``) into one
+entry: a name two kinds share is refused as ambiguous rather than guessed, and an unknown one is
+answered with the names the app has.
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .errors import InvalidInput
 from .slots.scheme import describe_duration
+from .store.controls import ControlKind
 
 if TYPE_CHECKING:
     from .app import App
 
-__all__ = ["Entry", "EntryKind", "catalog"]
+__all__ = ["Entry", "EntryKind", "catalog", "resolve"]
 
 
 class EntryKind(enum.Enum):
@@ -29,6 +35,20 @@ class EntryKind(enum.Enum):
     PERIODIC = "periodic"
     PIPELINE = "pipeline"
     TRIGGER = "trigger"
+
+    @property
+    def control(self) -> ControlKind:
+        """The kind a pause of this entry is stored under."""
+        return ControlKind[self.name]
+
+    @classmethod
+    def parse(cls, text: str) -> EntryKind:
+        """A kind as a flag gives it: ``slot_job``, ``slot-job`` or ``slot job``, any case."""
+        wanted = text.strip().lower().replace("-", " ").replace("_", " ")
+        for kind in cls:
+            if kind.value == wanted:
+                return kind
+        raise InvalidInput(f"kind {text!r} is not one of: {', '.join(kind.control.value for kind in cls)}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,3 +121,24 @@ def catalog(app: App) -> list[Entry]:
                 model=f"starts {', '.join(entry.stages_of(trigger))}", function=entry.name,
             ))
     return entries
+
+
+def resolve(app: App, name: str, kind: EntryKind | None = None) -> Entry:
+    """The one entry of ``app`` named ``name`` (of ``kind`` when given), else ``InvalidInput``.
+
+    Unknown: the message lists the app's names. Ambiguous (a slot job and a handler both called
+    ``nightly``): the message lists the kinds and says to pick one with ``--kind``.
+    """
+    entries = catalog(app)
+    found = [entry for entry in entries if entry.name == name and (kind is None or entry.kind is kind)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        of_kind = [entry for entry in entries if kind is None or entry.kind is kind]
+        known = ", ".join(f"{entry.name} ({entry.kind.value})" for entry in of_kind) or "none"
+        what = f"no {kind.value}" if kind is not None else "nothing"
+        raise InvalidInput(f"app {app.name!r} has {what} named {name!r}; it has: {known}")
+    kinds = ", ".join(entry.kind.control.value for entry in found)
+    raise InvalidInput(
+        f"{name!r} names more than one thing in app {app.name!r} ({kinds}); say which with --kind {found[0].kind.control.value}"
+    )

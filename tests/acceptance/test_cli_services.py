@@ -114,14 +114,15 @@ def refresh(record):
 
 STATUS_KEYS = {
     "now", "store", "late_after_s", "items", "due", "late", "running", "failed", "dead", "late_items", "jobs",
-    "pipelines", "schedules", "healthy", "behind", "not_done", "reasons", "sla_missed",
+    "pipelines", "schedules", "healthy", "behind", "not_done", "reasons", "sla_missed", "paused", "services",
+    "services_alive",
 }
 FAMILY_KEYS = {"pending", "running", "succeeded", "failed", "dead", "due", "late"}
 JOB_KEYS = {
     "job", "planned_through", "next_tick", "fired", "skipped", "last_tick", "lateness_p50_s", "lateness_p99_s",
-    "lateness_ticks", "period", "done", "failed_records", "behind_s",
+    "lateness_ticks", "period", "done", "failed_records", "behind_s", "paused",
 }
-PIPELINE_KEYS = {"pipeline", "tasks", "stale", "triggers"}
+PIPELINE_KEYS = {"pipeline", "tasks", "stale", "triggers", "paused"}
 SCHEDULE_KEYS = {"name", "planned_through", "fired", "skipped"}
 TICK_RESULT_KEYS = {
     "job", "period", "slot", "planned_at", "already_done", "started", "backlog", "held", "done", "failed",

@@ -18,6 +18,7 @@ from ..errors import VardiyaError
 from .app import app_group
 from .commands import Group
 from .context import global_options
+from .control import pause, resume, trigger
 from .db import db
 from .demo import demo
 from .dlq import dlq
@@ -70,6 +71,9 @@ cli.add_command(plan)
 cli.add_command(scheduler)
 cli.add_command(status)
 cli.add_command(errors_command)
+cli.add_command(pause)
+cli.add_command(resume)
+cli.add_command(trigger)
 
 
 def _one_line(text: str) -> str:

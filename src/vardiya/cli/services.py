@@ -206,7 +206,7 @@ def status(settings: Settings, late_after: float, closed_periods: int, as_json: 
         for job in document["jobs"]:
             p50, p99 = job["lateness_p50_s"], job["lateness_p99_s"]
             jobs.add_row(
-                job["job"], cell(job["next_tick"]), cell(job["fired"]), cell(job["skipped"]),
+                job["job"] + (" (paused)" if job.get("paused") else ""), cell(job["next_tick"]), cell(job["fired"]), cell(job["skipped"]),
                 "-" if p50 is None else f"{p50:.3f} / {p99:.3f}", cell(job["period"]), cell(job["done"]),
                 cell(job["failed_records"]),
             )
@@ -215,7 +215,28 @@ def status(settings: Settings, late_after: float, closed_periods: int, as_json: 
         states = ", ".join(f"{state} {count}" for state, count in entry["tasks"].items() if count)
         console.print(f"pipeline {entry['pipeline']}: {states or 'no tasks run'}")
         for trigger in entry["triggers"]:
-            console.print(f"  trigger {trigger['trigger']} ({trigger['describe']}): fired {trigger['fired']}")
+            held = " [yellow]paused[/]" if trigger.get("paused") else ""
+            console.print(f"  trigger {trigger['trigger']} ({trigger['describe']}): fired {trigger['fired']}{held}")
+    if document["paused"]:
+        paused = FitTable(title="paused (vardiya resume NAME; times in UTC)")
+        for column in ("kind", "name", "since", "reason"):
+            paused.add_column(column)
+        for pause in document["paused"]:
+            paused.add_row(pause["kind"], escape(pause["name"]), pause["paused_at"], escape(pause["reason"] or "-"))
+        console.print(paused)
+    if document["services"]:
+        running = FitTable(title=f"services ({document['services_alive']} alive; beats in UTC)")
+        for column in ("kind", "id", "host", "pid", "app", "started", "last beat", "alive"):
+            running.add_column(column, justify="right" if column == "pid" else "left")
+        for service in document["services"]:
+            running.add_row(
+                service["kind"], escape(service["id"]), escape(service["host"]), str(service["pid"]),
+                escape(service["app"] or "-"), service["started_at"], service["beat_at"],
+                "yes" if service["alive"] else "[red]no[/] (no beat for 3 intervals)",
+            )
+        console.print(running)
+    else:
+        console.print("services: no scheduler or worker has beaten in this store")
     if document["behind"]:
         console.print(f"[red]behind[/] (due ticks not fired: is a scheduler running?): {', '.join(document['behind'])}")
     if document["not_done"]:

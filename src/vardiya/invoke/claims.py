@@ -30,7 +30,7 @@ from .settings import WorkerSettings
 if TYPE_CHECKING:
     from ..store.api import Store
 
-__all__ = ["ClaimLoop", "ServedItems"]
+__all__ = ["ClaimLoop", "Pauses", "ServedItems"]
 
 
 class ServedItems(Protocol):
@@ -61,6 +61,7 @@ class ClaimLoop:
         served: ServedItems | None,
         stop: threading.Event,
         idle: IdleFactory,
+        pauses: Pauses | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -70,6 +71,8 @@ class ClaimLoop:
         self.served = served if served is not None and served.kinds else None
         self.stop = stop
         self.idle = idle
+        #: what is paused stays queued (``vardiya pause``): every claim leaves those kinds out
+        self.pauses: Pauses = pauses if pauses is not None else _NothingPaused()
         #: the invocation item kinds of the worker's handlers
         self.kinds = sorted(runner.by_kind)
         self.all_kinds = sorted([*self.kinds, *(self.served.kinds if self.served else ())])
@@ -81,7 +84,8 @@ class ClaimLoop:
         if self.served is None:
             return None
         claimed = self.store.items.claim(
-            1, owner=self.owner, lease=self.settings.lease_s, kinds=list(self.served.kinds)
+            1, owner=self.owner, lease=self.settings.lease_s, kinds=list(self.served.kinds),
+            exclude=self.pauses.kinds(),
         )
         return claimed[0] if claimed else None
 
@@ -91,7 +95,8 @@ class ClaimLoop:
         if not self.kinds:
             return []
         return self.store.items.claim(
-            self.settings.prefetch, owner=self.owner, lease=self.settings.lease_s, kinds=self.kinds, start=pacer.size
+            self.settings.prefetch, owner=self.owner, lease=self.settings.lease_s, kinds=self.kinds, start=pacer.size,
+            exclude=self.pauses.kinds(),
         )
 
     # -- the loop -----------------------------------------------------------------------------------
@@ -124,7 +129,7 @@ class ClaimLoop:
                     idle.until(next_at)
                 elif self.served is not None:
                     # The scheduler enqueues ticks a moment before they are due: wake when the next is.
-                    idle.for_work(self.store.items.next_ready_at(list(self.served.kinds)))
+                    idle.for_work(self.store.items.next_ready_at(self.pauses.active(self.served.kinds)))
                 else:
                     idle.for_work()
         finally:
@@ -132,12 +137,28 @@ class ClaimLoop:
 
     def next_due(self) -> datetime | None:
         """When the next item of ours can be claimed (None: nothing left at all), stream records too."""
-        due = self.store.items.next_due(self.all_kinds)
+        due = self.store.items.next_due(self.pauses.active(self.all_kinds))
         if due is not None:
             # Records still waiting in the stream after a flushing cut are held back by their lane's
             # batch in flight: they become due when that batch does, not before.
             return due
         return self.runner.clock.now() if self.cutter.any_waiting() else None
+
+
+class Pauses(Protocol):
+    """The kinds held back by a pause (the service layer's ``PausedKinds`` reads them from the store)."""
+
+    def kinds(self) -> frozenset[str]: ...
+
+    def active(self, kinds: Sequence[str]) -> list[str]: ...
+
+
+class _NothingPaused:
+    def kinds(self) -> frozenset[str]:
+        return frozenset()
+
+    def active(self, kinds: Sequence[str]) -> list[str]:
+        return list(kinds)
 
 
 class IdleFactory(Protocol):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -28,8 +28,14 @@ _MIN_INTERVAL_S = 0.05
 class LeaseHeartbeat:
     """The items one worker holds, and the thread that extends their leases while it runs."""
 
-    def __init__(self, store: Store, *, owner: str, lease_s: float, enabled: bool = True) -> None:
+    def __init__(
+        self, store: Store, *, owner: str, lease_s: float, enabled: bool = True,
+        also: Callable[[], None] | None = None,
+    ) -> None:
         self.store = store
+        #: Called on every beat, items held or not: the worker's own row in the services table, so a
+        #: worker deep in a long call still shows as alive.
+        self.also = also
         self.owner = owner
         self.lease_s = lease_s
         self.enabled = enabled
@@ -66,6 +72,8 @@ class LeaseHeartbeat:
 
     def beat(self) -> None:
         """Extend every held lease once (the thread's step; a test may call it directly)."""
+        if self.also is not None:
+            self.also()
         held = self.held()
         if not held:
             return

@@ -36,8 +36,10 @@ from ..errors import ConfigurationError
 from ..schedule.periodic import PeriodicSchedule
 from ..schedule.plan import TickSchedule, TimeSchedule, TriggerSchedule
 from ..schedule.triggers import Cron, DataArrival, PeriodClose, Upstream
+from ..store.heartbeats import ServiceBeat, ServiceKind
 from ..store.schedules import Firing as Fired
 from ..store.schedules import ScheduleState, ScheduleStep
+from .pauses import SchedulePauses
 from .sensors import Sensor
 
 if TYPE_CHECKING:
@@ -141,6 +143,11 @@ class Scheduler:
         self._last: tuple[datetime, float] | None = None
         self._before_start: dict[str, list[datetime]] = {}  # a first start's earlier times, to log once
         self._stop = threading.Event()
+        self._pauses = SchedulePauses(store, [*self.schedules, *(sensor.name for sensor in self.sensors)])
+        self._service = ServiceBeat(
+            store, self.owner, ServiceKind.SCHEDULER, interval_s=max(poll_max, 5.0), app=app.name,
+            runs=[*self.schedules, *(sensor.name for sensor in self.sensors)],
+        )
 
     # -- control ------------------------------------------------------------------------------------
 
@@ -150,8 +157,10 @@ class Scheduler:
     def run(self, *, steps: int | None = None) -> SchedulerReport:
         """Step until ``stop()`` (or ``steps`` steps), sleeping until the next thing is due."""
         report = SchedulerReport()
+        self._service.start()
         try:
             while not self._stop.is_set():
+                self._service.beat()
                 step = self.step()
                 report.steps += 1
                 report.fired += len(step.fired)
@@ -162,6 +171,7 @@ class Scheduler:
         finally:
             for sensor in self.sensors:
                 sensor.close()
+            self._service.stop()
         return report
 
     def _sleep(self) -> None:
@@ -184,7 +194,12 @@ class Scheduler:
         self._observe(now, self.clock.monotonic())
         report = StepReport()
         horizon = now + self.lead
-        due = [name for name, moment in self._next.items() if name in self._stale or moment is None or moment <= horizon]
+        paused = self._pauses.check(now)  # a paused schedule is not decided: its cursor waits (pauses.py)
+        self._next.update((name, None) for name in paused if name in self._next)
+        due = [
+            name for name, moment in self._next.items()
+            if name not in paused and (name in self._stale or moment is None or moment <= horizon)
+        ]
         if due:
             steps = self.store.schedules.advance(due, lambda name, state: self._decide(name, state, now), owner=self.owner)
             report.decided = len(due)
@@ -193,7 +208,7 @@ class Scheduler:
                 self._stale.discard(name)
                 self._after(name, step, now, report)
         for sensor in self.sensors:
-            if sensor.due(now):
+            if sensor.name not in paused and sensor.due(now):
                 firings = sensor.check(now)
                 if firings:
                     steps = self.store.schedules.advance(
@@ -234,7 +249,7 @@ class Scheduler:
         if after >= horizon:
             return None  # planned beyond the horizon: another scheduler is ahead, or the clock stepped back
         assert self._live_from is not None
-        policy, live_from = schedule.policy, self._live_from
+        policy, live_from = schedule.policy, self._pauses.live_from(name, self._live_from)
         first = state is None or state.planned_through is None
         if first:
             # Never planned: nothing came due while a scheduler ran, so no grace applies (a new job fires

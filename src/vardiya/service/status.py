@@ -8,6 +8,11 @@ than ``late_after``: no scheduler is running, or none keeps up. With the app it 
 fired and passed by), the last tick, the start lateness of recent ticks (p50 / p99), and the ledger of
 the current period; per pipeline, its tasks by state and each trigger's progress.
 
+It also says what is paused (``vardiya pause``: ``paused``, each with when and why) and which
+schedulers and workers are running (``services``: their heartbeats, each ``alive`` while its last beat
+is within three of its intervals). A pause is not unhealthy (someone chose it), and neither is a
+service that stopped beating: ``behind`` and ``late`` already say when the work suffers from it.
+
 It is unhealthy (``healthy`` false, ``reasons`` saying why; ``vardiya status`` exits 1) when an item is
 late or dead, a job is behind, or a slot job has *not-done* records in a period closed for good (beyond
 the reach of every tick's backlog, ``slots.closed``; the latest ``closed_periods`` periods are looked
@@ -79,7 +84,10 @@ def status_report(
         "jobs": [],
         "pipelines": [],
         "schedules": [state.to_json() for state in schedules.values()],
+        "paused": [pause.to_json() for pause in store.controls.paused()],
+        "services": [service.to_json() for service in store.heartbeats.all()],
     }
+    document["services_alive"] = sum(1 for service in document["services"] if service["alive"])
     document["behind"] = []
     document["not_done"] = []
     # Runs over their SLA (``vardiya.sla``): reported, not unhealthy (a miss is an event, not a state).
@@ -87,8 +95,18 @@ def status_report(
     if app is not None:
         document["jobs"] = [_job(store, app, name, schedules, now, late_after) for name in sorted(app.slot_jobs)]
         document["pipelines"] = [_pipeline(store, app, name, schedules) for name in sorted(app.pipelines)]
+        held = {(pause["kind"], pause["name"]) for pause in document["paused"]}
+        for job in document["jobs"]:
+            job["paused"] = ("slot_job", job["job"]) in held
+        for pipeline in document["pipelines"]:
+            pipeline["paused"] = ("pipeline", pipeline["pipeline"]) in held
+            for trigger in pipeline["triggers"]:
+                trigger["paused"] = pipeline["paused"] or ("trigger", f"{pipeline['pipeline']}:{trigger['trigger']}") in held
         # A tick that should have been fired by now and was not: no scheduler is running (or keeping up).
-        document["behind"] = [job["job"] for job in document["jobs"] if job["behind_s"] > late_after.total_seconds()]
+        # A paused job fires nothing on purpose: it is not behind.
+        document["behind"] = [
+            job["job"] for job in document["jobs"] if job["behind_s"] > late_after.total_seconds() and not job["paused"]
+        ]
         document["not_done"] = [
             entry.to_json()
             for name in sorted(app.slot_jobs)

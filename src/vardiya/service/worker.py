@@ -46,6 +46,8 @@ from ..invoke.settings import WorkerSettings
 from ..invoke.wake import waker_for
 from ..schedule.periodic import periodic_kind
 from ..schedule.plan import pipeline_kind, tick_kind
+from ..store.heartbeats import ServiceBeat, ServiceKind
+from .paused_kinds import PausedKinds
 from .serving import ServiceItemRunner
 from .work import ServiceWork
 
@@ -81,8 +83,14 @@ class Worker:
         self.owner = self.settings.owner or f"worker-{uuid.uuid4().hex[:12]}"
         self._stop = threading.Event()
         self._report = WorkerReport()
+        #: this worker's row in the services table (``vardiya status``), beaten with the leases
+        self.service_beat = ServiceBeat(
+            store, self.owner, ServiceKind.WORKER, interval_s=max(0.05, self.settings.lease_s / 3),
+            app=getattr(app, "name", None), runs=[],
+        )
         self.heartbeat = LeaseHeartbeat(
-            store, owner=self.owner, lease_s=self.settings.lease_s, enabled=self.settings.heartbeat
+            store, owner=self.owner, lease_s=self.settings.lease_s, enabled=self.settings.heartbeat,
+            also=self.service_beat.beat,
         )
         by_kind: dict[str, Handler] = {}
         for handler in self.handlers.values():
@@ -99,8 +107,9 @@ class Worker:
         streams = [handler for handler in self.handlers.values() if handler.model is Model.STREAM]
         self.loop = ClaimLoop(
             store, self.settings, owner=self.owner, runner=runner, cutter=StreamCutter(store, streams, self._report),
-            served=served, stop=self._stop, idle=self._idle,
+            served=served, stop=self._stop, idle=self._idle, pauses=PausedKinds(store),
         )
+        self.service_beat.runs = tuple(self.loop.all_kinds)
 
     @staticmethod
     def check(app: Any, settings: WorkerSettings) -> dict[str, Handler]:
@@ -148,6 +157,7 @@ class Worker:
 
     def run(self, *, until_idle: bool = False) -> WorkerReport:
         """Work until ``stop()`` (or, with ``until_idle``, until no work of the worker is left)."""
+        self.service_beat.start()
         self.heartbeat.start(self._stop)
         try:
             concurrency = self.settings.concurrency
@@ -165,6 +175,7 @@ class Worker:
         finally:
             self._stop.set()
             self.heartbeat.join()
+            self.service_beat.stop()
         return self._report
 
 

@@ -20,9 +20,11 @@ from sqlalchemy.engine import Engine
 
 from ..clock import Clock, SystemClock
 from ..errors import SchemaOutdated, SchemaTooNew, StoreNotFound
+from .controls import Controls
 from .dedup import DedupKeys
 from .engine import READ_ONLY, create_store_engine, driver_errors
 from .failures import Failures
+from .heartbeats import Heartbeats
 from .invocations import Invocations
 from .items import WorkItems
 from .ledger import Ledger
@@ -48,6 +50,10 @@ class Store:
         #: What failed and why (tracebacks) and SLA misses (``failures.py``).
         self.failures = Failures(self)
         self.invocations = Invocations(self)
+        #: What is paused, and manual runs queued unless paused (``controls.py``).
+        self.controls = Controls(self)
+        #: The schedulers and workers alive (``heartbeats.py``).
+        self.heartbeats = Heartbeats(self)
         #: Whether ``open_store`` created this store (it had no vardiya schema): a service logs it.
         self.created = False
 

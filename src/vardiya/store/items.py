@@ -19,7 +19,7 @@ The contract (tested on SQLite and PostgreSQL by ``tests/contract``):
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -109,13 +109,23 @@ class WorkItems(ItemEnqueue):
         lease: float | timedelta,
         kinds: Sequence[str] | None = None,
         start: int | None = None,
+        exclude: Collection[str] = (),
     ) -> list[WorkItem]:
         """Take up to ``n`` ready items for ``owner``, leased for ``lease``; oldest ``run_after`` first.
+
+        ``exclude``: kinds left where they are (what is paused); they narrow ``kinds``, which a claim
+        that excludes must give (nothing is claimed when every kind is excluded).
 
         ``start``: how many of them, in the order returned, are marked started by the claim (default
         all: a caller runs what it claims). A worker that prefetches marks the first few and the rest
         with ``start`` as it reaches them, so that its crash charges only what was running.
         """
+        if exclude:
+            if kinds is None:
+                raise InvalidInput("a claim that excludes kinds must name the kinds it claims")
+            kinds = [kind for kind in kinds if kind not in exclude]
+            if not kinds:
+                return []
         if n <= 0:
             return []
         if start is not None and (isinstance(start, bool) or not isinstance(start, int) or start < 0):

@@ -27,7 +27,9 @@ __all__ = [
     "pipeline_runs",
     "pipeline_task_runs",
     "pipeline_tasks",
+    "paused",
     "schedules",
+    "services",
     "sla_misses",
     "invocation_calls",
     "stream_lanes",
@@ -421,4 +423,33 @@ sla_misses = sa.Table(
     sa.Column("last_took_ms", sa.Float, nullable=False),
     sa.Column("last_ref", sa.String(500), nullable=False),
     sa.Column("last_at", UTCDateTime, nullable=False),
+)
+
+# What is paused (migration 0011): one row per paused slot job, handler, periodic function, pipeline or
+# pipeline trigger, by (kind, name). Every scheduler and worker reads it, so a pause holds for the whole
+# fleet and survives restarts; resuming deletes the row.
+paused = sa.Table(
+    "paused",
+    metadata,
+    sa.Column("kind", sa.String(16), primary_key=True),
+    sa.Column("name", sa.String(500), primary_key=True),
+    sa.Column("paused_at", UTCDateTime, nullable=False),
+    sa.Column("reason", sa.String(500)),
+)
+
+# The schedulers and workers running against this store (migration 0012): one row per process, beaten
+# at the service's heartbeat interval and deleted on a clean stop. A row whose beat is older than three
+# of its intervals belongs to a service that died without stopping (SIGKILL, a lost machine).
+services = sa.Table(
+    "services",
+    metadata,
+    sa.Column("id", sa.String(200), primary_key=True),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("app", sa.String(500)),
+    sa.Column("started_at", UTCDateTime, nullable=False),
+    sa.Column("beat_at", UTCDateTime, nullable=False),
+    sa.Column("interval_s", sa.Float, nullable=False),
+    sa.Column("runs", JSONDocument, nullable=False),
 )
