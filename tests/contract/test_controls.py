@@ -178,7 +178,7 @@ def test_a_manual_run_is_refused_while_paused_and_queued_once(store: Store, cloc
     assert first.new and not second.new
     assert first.item is not None and second.item is not None and first.item.id == second.item.id
     assert first.item.payload == {"periodic": "rates", "planned_at": "2026-12-01T06:00:00+00:00"}
-    report = Worker(store, app, WorkerSettings(names=("emails",), heartbeat=False)).run(until_idle=True)
+    report = Worker(store, app, WorkerSettings(names=("emails", "rates"), heartbeat=False)).run(until_idle=True)
     assert report.periodic_runs == 1
     done = store.items.get(first.item.id)
     assert done is not None and done.state is ItemState.SUCCEEDED and done.result == "2026-12-01T06:00:00+00:00"
