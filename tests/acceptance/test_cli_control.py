@@ -191,3 +191,15 @@ def test_bad_triggers_exit_2_and_queue_nothing(tmp_path: Path) -> None:
         assert_one_line_error(run_cli(*args, *app, cwd=tmp_path), fragment)
     assert_one_line_error(run_cli("trigger", "meters:nightly", *app, cwd=tmp_path), "resume it first: vardiya resume meters")
     assert _rows(tmp_path, "work_items") == []
+
+
+def test_a_scheduler_fires_nothing_for_a_paused_job_and_says_so_once(tmp_path: Path) -> None:
+    app = _setup(tmp_path)
+    assert run_cli("pause", "nightly_users", *app, "--reason", "migration", cwd=tmp_path).code == 0
+    held = run_cli("scheduler", *app, "--only", "nightly_users", "--steps", "3", "--poll-max", "0.05", "--json", cwd=tmp_path)
+    assert _json(held)["fired"] == 0
+    assert held.stderr.count("tick:nightly_users: paused (slot_job nightly_users") == 1
+    assert _rows(tmp_path, "work_items") == [] and _rows(tmp_path, "services") == []
+    assert run_cli("resume", "nightly_users", *app, cwd=tmp_path).code == 0
+    fired = _json(run_cli("scheduler", *app, "--only", "nightly_users", "--steps", "1", "--json", cwd=tmp_path))
+    assert fired["fired"] == 1  # resumed: the current slot's tick fires
