@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -98,11 +98,11 @@ class _Waker:
 
 
 def test_an_idle_wait_on_a_virtual_clock_moves_time_to_the_due_moment() -> None:
-    clock = VirtualClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
+    clock = VirtualClock(datetime(2026, 1, 1, tzinfo=UTC))
     waker = _Waker()
     idle = IdleWait(clock, waker, threading.Event(), poll_min_s=0.01, poll_max_s=0.25)  # type: ignore[arg-type]
     idle.until(clock.now() + timedelta(minutes=5))
-    assert clock.now() == datetime(2026, 1, 1, 0, 5, tzinfo=timezone.utc)
+    assert clock.now() == datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
     assert waker.waits == []  # no real wait: a replay never stalls
 
 
