@@ -12,7 +12,6 @@ import json
 import sys
 import threading
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,19 @@ from rich.markup import escape
 from ..app import load_app
 from ..errors import InvalidInput, InvalidRecord, VardiyaError
 from ..invoke.invoker import Invoker, call_key, call_payloads, check_appends
+from ..invoke.settings import positive_duration
 from ..output import FitTable, cell, progress
 from ..service.worker import Worker, WorkerSettings
 from ..times import parse_time
 from .commands import Group, renamed_option
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
-from .services import check_names, log_start, service_options, service_store, while_signalled
+from .services import (
+    check_names,
+    log_start,
+    service_options,
+    service_store,
+    while_signalled,
+)
 
 __all__ = ["invoke", "worker"]
 
@@ -66,7 +72,9 @@ def worker(
         )
     check_names(app, names, "--only")
     # Bad settings are refused here, before the store is opened: nothing is written.
-    options = WorkerSettings(concurrency=concurrency, lease=timedelta(seconds=lease), prefetch=prefetch, names=names)
+    options = WorkerSettings(
+        concurrency=concurrency, lease=positive_duration(lease, "--lease"), prefetch=prefetch, names=names
+    )
     Worker.check(app, options)
     with service_store(settings, log_format, metrics_port) as (store, metrics):
         running = Worker(store, app, options, metrics=metrics)

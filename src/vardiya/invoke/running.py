@@ -25,7 +25,14 @@ from ..clock import Clock
 from ..store.invocations import CallRow, Invocations
 from ..store.records import ItemState, WorkItem
 from ..store.streams import epoch_ms
-from .execute import AttemptOutcome, BatchRecord, CallContext, call_single, end_of_attempt, run_attempt
+from .execute import (
+    AttemptOutcome,
+    BatchRecord,
+    CallContext,
+    call_single,
+    end_of_attempt,
+    run_attempt,
+)
 from .gate import StoreGate, storable
 from .handlers import CALL_PREFIX, Handler
 from .heartbeat import LeaseHeartbeat

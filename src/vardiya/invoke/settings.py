@@ -17,7 +17,7 @@ from typing import Any
 from ..clock import to_timedelta
 from ..errors import InvalidInput
 
-__all__ = ["WorkerSettings"]
+__all__ = ["WorkerSettings", "positive_duration"]
 
 
 def _whole(value: object, what: str, low: int) -> int:
@@ -26,7 +26,8 @@ def _whole(value: object, what: str, low: int) -> int:
     return value
 
 
-def _positive(value: object, what: str) -> timedelta:
+def positive_duration(value: object, what: str) -> timedelta:
+    """A duration of more than 0 given as a ``timedelta`` or seconds (``InvalidInput`` otherwise)."""
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidInput(f"{what} must be a finite number of seconds, got {value!r}")
     try:
@@ -63,9 +64,9 @@ class WorkerSettings:
     def __post_init__(self) -> None:
         _whole(self.concurrency, "concurrency", 1)
         _whole(self.prefetch, "prefetch", 1)
-        object.__setattr__(self, "lease", _positive(self.lease, "a lease"))
-        object.__setattr__(self, "poll_min", _positive(self.poll_min, "poll_min"))
-        object.__setattr__(self, "poll_max", _positive(self.poll_max, "poll_max"))
+        object.__setattr__(self, "lease", positive_duration(self.lease, "a lease"))
+        object.__setattr__(self, "poll_min", positive_duration(self.poll_min, "poll_min"))
+        object.__setattr__(self, "poll_max", positive_duration(self.poll_max, "poll_max"))
         if self.poll_min > self.poll_max:
             raise InvalidInput(
                 f"poll_min ({self.poll_min.total_seconds()} s) is longer than poll_max "
