@@ -43,7 +43,19 @@ from .url import Backend
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
-__all__ = ["HotSQL", "Statements", "complete_counting", "complete_returning", "hot_sql", "run_statements"]
+__all__ = [
+    "DONE_CHANNEL",
+    "RESULT_DROPPED",
+    "RESULT_MAX_BYTES",
+    "HotSQL",
+    "Statements",
+    "bounded_result",
+    "complete_counting",
+    "complete_returning",
+    "hot_sql",
+    "notify_done",
+    "run_statements",
+]
 
 # records.CLAIM_ROW_FIELDS, read before the claim's UPDATE (so the attempt it counts is added here). The
 # sqlite3 module hands over a column value at 500-1,000 instructions (it releases the GIL around each),
@@ -69,6 +81,39 @@ _SQLITE_CLAIMED_COLUMNS = ", ".join(column for _field, column in _SQLITE_CLAIMED
 _PENDING, _FAILED = f"'{ItemState.PENDING.value}'", f"'{ItemState.FAILED.value}'"
 _RUNNING, _SUCCEEDED = f"'{ItemState.RUNNING.value}'", f"'{ItemState.SUCCEEDED.value}'"
 _READY = f"state IN ({_PENDING}, {_FAILED})"
+
+#: The PostgreSQL channel a completion (and a dead letter) signals: callers waiting on a result LISTEN
+#: on it. Not ``vardiya_work``: idle workers need not wake for work that ended.
+DONE_CHANNEL = "vardiya_done"
+
+#: The most JSON a work item keeps as its result (Lambda's limit on an async payload): a larger one is
+#: replaced by ``result_dropped(size)``, as a result that does not fit must not undo the work behind it.
+RESULT_MAX_BYTES = 256 * 1024
+
+#: The key of the marker that stands for a result over ``RESULT_MAX_BYTES`` (``Invoker.wait`` reads it).
+RESULT_DROPPED = "vardiya_result_dropped"
+
+
+def result_dropped(size: int) -> str:
+    """The JSON text stored instead of a result of ``size`` bytes, over ``RESULT_MAX_BYTES``."""
+    return json.dumps({RESULT_DROPPED: {"bytes": size, "limit": RESULT_MAX_BYTES}})
+
+
+def bounded_result(text: str | None) -> str | None:
+    """``text`` (a result's JSON) if it fits ``RESULT_MAX_BYTES``, else the marker that says it did not."""
+    if text is None or len(text) * 4 <= RESULT_MAX_BYTES:  # most results: no encoding needed to know
+        return text
+    size = len(text.encode())
+    return text if size <= RESULT_MAX_BYTES else result_dropped(size)
+
+
+def notify_done(connection: sa.Connection, backend: Backend) -> None:
+    """Signal ``DONE_CHANNEL`` at commit (PostgreSQL; SQLite's waiters see the commit by ``data_version``)."""
+    if backend is Backend.POSTGRESQL:
+        connection.exec_driver_sql(_NOTIFY_DONE)
+
+
+_NOTIFY_DONE = f"SELECT pg_notify('{DONE_CHANNEL}', '')"
 
 _SQLITE_READY = f"""
 SELECT {_SQLITE_CLAIMED_COLUMNS} FROM work_items INDEXED BY ix_work_items_ready
@@ -121,10 +166,13 @@ UPDATE work_items SET state = {_SUCCEEDED}, lease_until = NULL, updated_at = ?
 
 # The ids go in ascending, so the rows are locked in id order, as a heartbeat's ``IN`` list locks them
 # (a reap skips locked rows): two updates of the same rows never wait for each other in a cycle.
+#
+# Every completion also signals ``DONE_CHANNEL`` (once per transaction: PostgreSQL folds a repeated
+# notification), so a caller waiting on ``Handle.result`` wakes the moment its call is recorded.
 _POSTGRES_COMPLETE = f"""
 UPDATE work_items SET state = {_SUCCEEDED}, lease_until = NULL, updated_at = %s
  WHERE id = ANY(%s) AND state = {_RUNNING} AND lease_owner = %s
-RETURNING id
+RETURNING id, pg_notify('{DONE_CHANNEL}', '')
 """
 
 # A completion that also stores each item's handler busy time and result (JSON text; NULL keeps what
@@ -134,7 +182,7 @@ UPDATE work_items AS w SET state = {_SUCCEEDED}, lease_until = NULL, updated_at 
        result = coalesce(v.result, w.result)
   FROM unnest(%s::bigint[], %s::float8[], %s::jsonb[]) AS v (id, busy, result)
  WHERE w.id = v.id AND w.state = {_RUNNING} AND w.lease_owner = %s
-RETURNING w.id
+RETURNING w.id, pg_notify('{DONE_CHANNEL}', '')
 """
 
 _SQLITE_COMPLETE_TIMED = f"""
@@ -463,7 +511,9 @@ class HotSQL:
         returning: bool = True,
     ) -> list[tuple[str, tuple[Any, ...]]]:
         """``complete_statements`` that also set each item's ``busy_ms`` and ``result`` (JSON text or None,
-        which keeps the stored result); ``busy`` and ``results`` run along ``ids``."""
+        which keeps the stored result); ``busy`` and ``results`` run along ``ids``. A result over
+        ``RESULT_MAX_BYTES`` is stored as the marker ``result_dropped`` makes."""
+        results = [bounded_result(text) for text in results]
         if self.backend is Backend.POSTGRESQL:
             rows = sorted(zip(ids, busy, results), key=_first)  # ascending ids: see _POSTGRES_COMPLETE
             return [(_POSTGRES_COMPLETE_TIMED, (self._item_time(now), *map(list, zip(*rows)), owner))]
