@@ -21,6 +21,7 @@ from rich.markup import escape
 from ..app import load_app
 from ..errors import InvalidInput, InvalidRecord, VardiyaError
 from ..invoke.invoker import Invoker, call_key, call_payloads, check_appends
+from ..invoke.rate_limits import check_queues
 from ..invoke.worker import Worker
 from ..output import FitTable, cell, progress
 from ..schedule.periodic import periodic_kind
@@ -44,6 +45,11 @@ __all__ = ["invoke", "worker"]
     "--only", "names", multiple=True, metavar="NAME",
     help="Only this handler, slot job, pipeline or periodic function (repeatable).",
 )
+@click.option(
+    "--queue", "queues", multiple=True, metavar="NAME",
+    help="Claim only the items of this named queue (repeatable; default: every queue). Ticks, pipeline runs"
+    " and periodic functions are in the queue 'default'.",
+)
 @service_options
 @click.option("--json", "as_json", is_flag=True, help="Print the worker's report as one JSON document.")
 @renamed_option("--handler", "--only", "names", multiple=True, metavar="NAME")
@@ -55,6 +61,7 @@ def worker(
     lease: float,
     prefetch: int,
     names: tuple[str, ...],
+    queues: tuple[str, ...],
     metrics_port: int | None,
     log_format: str,
     as_json: bool,
@@ -68,9 +75,13 @@ def worker(
         )
     check_names(app, names, "--only")
     Worker.check(app, concurrency=concurrency, lease=lease, prefetch=prefetch, names=None)  # before the store
+    chosen_queues = check_queues(queues)
     with service_store(settings, log_format, metrics_port) as (store, metrics):
-        running = _worker(store, app, names, metrics, concurrency=concurrency, lease=lease, prefetch=prefetch)
-        log_start("worker", store, app, running.owner, _worker_runs(running), "work items of those kinds")
+        running = _worker(
+            store, app, names, metrics, concurrency=concurrency, lease=lease, prefetch=prefetch, queues=chosen_queues
+        )
+        what = "work items of those kinds" + (f" in the queues {', '.join(chosen_queues)}" if chosen_queues else "")
+        log_start("worker", store, app, running.owner, _worker_runs(running), what)
         # SIGTERM (and Ctrl-C) drain: the item in hand is finished, the rest released, exit 0.
         with _counting(settings, running, until_idle):
             report = while_signalled(running.stop, lambda: running.run(until_idle=until_idle))

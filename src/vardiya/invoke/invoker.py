@@ -4,6 +4,7 @@
     invoker.call("validate", reading)            # sync: waits, retries as the caller, raises the error
     handle = invoker.submit("validate", reading) # async: returns once the request is stored
     invoker.status(handle)                       # state, attempts, result or error, history
+    handle.result(timeout=30)                    # async: wait for the handler's return value
     invoker.append("validate", reading)          # stream: returns the record's offset
     invoker.invoke("validate", reading)          # whichever model the handler is configured with
 
@@ -287,7 +288,9 @@ class Invoker:
         payloads = call_payloads(handler, records, keys)
         store = self._store("submit")
         kind = handler.call_kind
-        ids = store.items.enqueue_texts_ids(kind, payloads, max_attempts=handler.retry.max_attempts, wake=True)
+        ids = store.items.enqueue_texts_ids(
+            kind, payloads, max_attempts=handler.retry.max_attempts, wake=True, queue=handler.queue
+        )
         handles = self._handles(store, kind, [item_key for item_key, _ in payloads], ids)
         self._wait(name, began, len(records))
         return handles

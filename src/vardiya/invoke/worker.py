@@ -44,6 +44,7 @@ from .gate import StoreGate, storable
 from .handlers import CALL_PREFIX, Handler, Model
 from .invoker import handlers_of
 from .pacing import StartPacer
+from .rate_limits import check_queues, claim_limits
 from .sla_calls import CallSla
 from .wake import Waker, waker_for
 
@@ -100,6 +101,7 @@ class Worker:
         names: Sequence[str] | None = None,
         services: ServiceWork | None = None,
         metrics: ServiceMetrics | None = None,
+        queues: Sequence[str] | None = None,
     ) -> None:
         self.store = store
         self.clock: Clock = store.clock
@@ -111,6 +113,9 @@ class Worker:
             self._by_kind[handler.batch_kind] = handler.with_model(Model.STREAM)
         self.streams = [handler for handler in all_handlers.values() if handler.model is Model.STREAM]
         self.kinds = sorted(self._by_kind)
+        # Named queues (None: all) and rate limits go into every claim: rate_limits.limits_of says how.
+        self.queues = check_queues(queues)
+        self._limits = claim_limits(all_handlers.values())
         if services is None and any(getattr(handlers, name, None) for name in ("slot_jobs", "pipelines", "periodic")):
             from ..service.work import ServiceWork
 
@@ -209,7 +214,9 @@ class Worker:
         try:
             while not self._stop.is_set():
                 if self.services is not None:
-                    served = self.store.items.claim(1, owner=self.owner, lease=self.lease, kinds=self.services.kinds)
+                    served = self.store.items.claim(
+                        1, owner=self.owner, lease=self.lease, kinds=self.services.kinds, queues=self.queues
+                    )
                     if served:
                         waker.reset()
                         self._serve(served[0])
@@ -218,7 +225,8 @@ class Worker:
                     self._cut(flush=False)
                 items = (
                     self.store.items.claim(
-                        self.prefetch, owner=self.owner, lease=self.lease, kinds=self.kinds, start=pacer.size
+                        self.prefetch, owner=self.owner, lease=self.lease, kinds=self.kinds, start=pacer.size,
+                        queues=self.queues, limits=self._limits,
                     )
                     if self.kinds else []
                 )
@@ -279,6 +287,7 @@ class Worker:
                 ordered=handler.ordered,
                 lanes=handler.lanes,
                 flush=flush,
+                queue=handler.queue,
             )
         if made:
             with self._report_lock:

@@ -116,8 +116,8 @@ def notify_done(connection: sa.Connection, backend: Backend) -> None:
 _NOTIFY_DONE = f"SELECT pg_notify('{DONE_CHANNEL}', '')"
 
 _SQLITE_READY = f"""
-SELECT {_SQLITE_CLAIMED_COLUMNS} FROM work_items INDEXED BY ix_work_items_ready
- WHERE {_READY} AND run_after <= ?{{kinds}}
+SELECT {_SQLITE_CLAIMED_COLUMNS} FROM work_items INDEXED BY {{index}}
+ WHERE {_READY} AND run_after <= ?{{kinds}}{{queues}}
  ORDER BY run_after, id LIMIT ?
 """
 
@@ -144,7 +144,7 @@ UPDATE work_items SET started = true WHERE id = ANY(%s) AND state = {_RUNNING} A
 _POSTGRES_CLAIM = f"""
 WITH picked AS (
     SELECT id, run_after FROM work_items
-     WHERE {_READY} AND run_after <= %s{{kinds}}
+     WHERE {_READY} AND run_after <= %s{{kinds}}{{queues}}
      ORDER BY run_after, id LIMIT %s
        FOR UPDATE SKIP LOCKED
 ), ranked AS (
@@ -208,31 +208,35 @@ WITH given AS ({{given}}), fresh AS (
 )
 INSERT INTO work_items (id, {{columns}})
 SELECT fresh.item_id, fresh.kind, fresh.key, given.payload::jsonb, {_PENDING}, 0, given.max_attempts,
-       given.run_after, %s, %s
+       given.run_after, %s, %s{{queue}}
   FROM fresh JOIN given ON given.kind = fresh.kind AND given.key = fresh.key
 RETURNING kind, key, id
 """
 _POSTGRES_ENQUEUE_ROWS = _POSTGRES_ENQUEUE.format(
     columns=_ENQUEUE_COLUMNS,
+    queue="",
     given="SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::timestamptz[])"
     " AS t (kind, key, payload, max_attempts, run_after)",
 )
+# The items of one kind share their queue too (the rows' items, of any kind, are in "default").
 _POSTGRES_ENQUEUE_KIND = _POSTGRES_ENQUEUE.format(
-    columns=_ENQUEUE_COLUMNS,
-    given="SELECT %s::text AS kind, t.key, t.payload, %s::int AS max_attempts, %s::timestamptz AS run_after"
-    " FROM unnest(%b::text[], %b::text[]) AS t (key, payload)",
+    columns=_ENQUEUE_COLUMNS + ", queue",
+    queue=", given.queue",
+    given="SELECT %s::text AS kind, t.key, t.payload, %s::int AS max_attempts, %s::timestamptz AS run_after,"
+    " %s::text AS queue FROM unnest(%b::text[], %b::text[]) AS t (key, payload)",
 )
 # SQLite runs one write transaction at a time: within it, a key absent from work_item_keys stays absent
 # until this transaction adds it, so the check and the two inserts need no ON CONFLICT.
 _SQLITE_ENQUEUE = f"""
-INSERT INTO work_items ({_ENQUEUE_COLUMNS})
-SELECT column1, column2, column3, {_PENDING}, 0, column4, column5, ?, ? FROM ({{given}}) AS v
+INSERT INTO work_items ({_ENQUEUE_COLUMNS}{{queue_column}})
+SELECT column1, column2, column3, {_PENDING}, 0, column4, column5, ?, ?{{queue}} FROM ({{given}}) AS v
  WHERE NOT EXISTS (SELECT 1 FROM work_item_keys AS k WHERE k.kind = v.column1 AND k.key = v.column2)
 RETURNING kind, key, id
 """
 _SQLITE_GIVEN_ROWS = "VALUES {rows}"
 _SQLITE_GIVEN_KIND = (
-    "SELECT ? AS column1, column1 AS column2, column2 AS column3, ? AS column4, ? AS column5 FROM (VALUES {rows})"
+    "SELECT ? AS column1, column1 AS column2, column2 AS column3, ? AS column4, ? AS column5, ? AS column6"
+    " FROM (VALUES {rows})"
 )
 _SQLITE_ENQUEUE_KEYS = "INSERT INTO work_item_keys (kind, key, item_id) VALUES {rows}"
 #: One item row of an enqueue: (kind, key, payload JSON text, max_attempts, run_after).
@@ -278,8 +282,12 @@ def _sqlite_complete(size: int, returning: bool) -> str:
 @lru_cache(maxsize=64)
 def _sqlite_enqueue(size: int, one_kind: bool) -> str:
     if one_kind:
-        return _SQLITE_ENQUEUE.format(given=_SQLITE_GIVEN_KIND.format(rows=", ".join(["(?, ?)"] * size)))
-    return _SQLITE_ENQUEUE.format(given=_SQLITE_GIVEN_ROWS.format(rows=", ".join(["(?, ?, ?, ?, ?)"] * size)))
+        return _SQLITE_ENQUEUE.format(
+            queue_column=", queue", queue=", column6", given=_SQLITE_GIVEN_KIND.format(rows=", ".join(["(?, ?)"] * size))
+        )
+    return _SQLITE_ENQUEUE.format(
+        queue_column="", queue="", given=_SQLITE_GIVEN_ROWS.format(rows=", ".join(["(?, ?, ?, ?, ?)"] * size))
+    )
 
 
 @lru_cache(maxsize=64)
@@ -357,10 +365,18 @@ class HotSQL:
         marks = ", ".join(["?" if sqlite else "%s"] * len(_LEDGER_COLUMNS))
         self.ledger_upsert = _LEDGER_UPSERT.format(columns=", ".join(_LEDGER_COLUMNS), marks=marks)
         claim = _SQLITE_READY if sqlite else _POSTGRES_CLAIM
-        self._claim_any = claim.format(kinds="")
-        self._claim_kinds = claim.format(
-            kinds=" AND kind IN (SELECT value FROM json_each(?))" if sqlite else " AND kind = ANY(%s)"
-        )
+        kinds = " AND kind IN (SELECT value FROM json_each(?))" if sqlite else " AND kind = ANY(%s)"
+        queues = " AND queue IN (SELECT value FROM json_each(?))" if sqlite else " AND queue = ANY(%s)"
+        # (by kinds, by queues) -> the claim's text; SQLite reads the per-queue index when queues are given
+        self._claims = {
+            (by_kind, by_queue): claim.format(
+                kinds=kinds if by_kind else "",
+                queues=queues if by_queue else "",
+                index="ix_work_items_queue_ready" if by_queue else "ix_work_items_ready",
+            )
+            for by_kind in (False, True)
+            for by_queue in (False, True)
+        }
         self._item_time = _sqlite_item_time if sqlite else _postgres_time
 
     def time(self, moment: datetime | None) -> Any:
@@ -372,13 +388,20 @@ class HotSQL:
         return self._item_time(moment)
 
     def claim(
-        self, n: int, kinds: Sequence[str] | None, owner: str, now: datetime, until: datetime, start: int
+        self,
+        n: int,
+        kinds: Sequence[str] | None,
+        owner: str,
+        now: datetime,
+        until: datetime,
+        start: int,
+        queues: Sequence[str] | None = None,
     ) -> tuple[str, tuple[Any, ...]]:
         """The PostgreSQL claim statement and its parameters (SQLite claims with ``sqlite_claim``);
-        the first ``start`` items in claim order are marked started."""
+        the first ``start`` items in claim order are marked started. ``queues``: only items of those."""
         t_now, t_until = self._item_time(now), self._item_time(until)
-        ready = (t_now, list(kinds), n) if kinds else (t_now, n)
-        return (self._claim_kinds if kinds else self._claim_any), (*ready, start, owner, t_until, t_now, t_now)
+        ready = (t_now, *((list(kinds),) if kinds else ()), *((list(queues),) if queues else ()), n)
+        return self._claims[bool(kinds), bool(queues)], (*ready, start, owner, t_until, t_now, t_now)
 
     def start_statements(self, ids: Sequence[int], owner: str) -> Statements:
         """The statements that mark the held ``ids`` started."""
@@ -403,6 +426,7 @@ class HotSQL:
         until: datetime,
         usual_kind: str | None = None,
         start: int | None = None,
+        queues: Sequence[str] | None = None,
     ) -> list[WorkItem]:
         """Claim on the driver connection (or a cursor of it), inside its open ``BEGIN IMMEDIATE`` transaction.
 
@@ -413,8 +437,11 @@ class HotSQL:
         t_now = _sqlite_item_time(now)
         if kinds and len(kinds) == 1:
             usual_kind = kinds[0]
-        ready = (usual_kind, t_now, json.dumps(list(kinds)), n) if kinds else (usual_kind, t_now, n)
-        rows = connection.execute(self._claim_kinds if kinds else self._claim_any, ready).fetchall()
+        ready = (
+            usual_kind, t_now, *((json.dumps(list(kinds)),) if kinds else ()),
+            *((json.dumps(list(queues)),) if queues else ()), n,
+        )
+        rows = connection.execute(self._claims[bool(kinds), bool(queues)], ready).fetchall()
         if not rows:
             return []
         claimed = (owner, _sqlite_item_time(until), t_now, t_now)
@@ -456,11 +483,12 @@ class HotSQL:
         max_attempts: int,
         run_after: datetime,
         now: datetime,
+        queue: str = "default",
     ) -> list[tuple[str, str, int]]:
-        """``enqueue`` of (key, payload JSON text) pairs of one kind sharing ``max_attempts`` and
-        ``run_after``, bound once."""
+        """``enqueue`` of (key, payload JSON text) pairs of one kind sharing ``max_attempts``,
+        ``run_after`` and ``queue``, bound once."""
         written = self._item_time(now)
-        shared = (kind, max_attempts, self._item_time(run_after))
+        shared = (kind, max_attempts, self._item_time(run_after), queue)
         if self.backend is Backend.POSTGRESQL:
             keys, payloads = (list(column) for column in zip(*pairs)) if pairs else ([], [])
             return connection.exec_driver_sql(

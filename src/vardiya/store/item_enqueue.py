@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..clock import ensure_aware
-from ..limits import check_kind
+from ..limits import check_kind, check_name
 from .hot import EnqueueRow, HotSQL
 from .item_checks import check_max_attempts, check_payload, checked_payloads
 from .item_reads import ItemReads, by_key as _by_key, item_from_row
@@ -112,11 +112,13 @@ class ItemEnqueue(ItemReads):
         run_after: datetime | None = None,
         chunk_size: int = 2_000,
         wake: bool = False,
+        queue: str = "default",
     ) -> dict[str, int]:
         """``enqueue_many_ids`` of (key, payload JSON text) pairs whose keys and texts are checked already
         (``item_checks.check_payload``, or ``Invoker``'s call payloads): each payload is encoded once,
-        by its check. A key given twice keeps its first payload."""
+        by its check. A key given twice keeps its first payload. ``queue``: the items' named queue."""
         check_kind(kind)
+        check_name(queue, "a queue name")
         check_max_attempts(max_attempts)
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
@@ -129,7 +131,7 @@ class ItemEnqueue(ItemReads):
         for start in range(0, len(pairs), chunk_size):
             with self._store.transaction() as connection:
                 chunk = pairs[start : start + chunk_size]
-                made = self._hot.enqueue_kind(connection, kind, chunk, max_attempts, after, now)
+                made = self._hot.enqueue_kind(connection, kind, chunk, max_attempts, after, now, queue)
                 ids.update((key, item_id) for _kind, key, item_id in made)
                 if wake:
                     notify(connection, self._store.backend, kind)
