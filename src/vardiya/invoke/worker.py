@@ -262,7 +262,7 @@ class Worker:
 
     def _next_due(self) -> datetime | None:
         """When the next item of ours can be claimed (None: nothing left at all), stream records too."""
-        due = self.store.items.next_due(self.all_kinds)
+        due = self.store.items.next_due(self.all_kinds, self.queues)
         if due is not None:
             # Records still waiting in the stream after a flushing cut are held back by their lane's
             # batch in flight: they become due when that batch does, not before.

@@ -56,6 +56,11 @@ def _lease_expired_error(owner: str | None) -> str | None:
     return None if owner is None else f"lease expired: worker {owner} stopped before finishing"
 
 
+def _rows(result: sa.CursorResult[Any]) -> list[Any]:
+    """The rows of a driver statement's result; none for one that returns no rows (an INSERT, an UPDATE)."""
+    return list(result.fetchall()) if result.returns_rows else []
+
+
 def _unattempted(now: datetime) -> dict[str, Any]:
     """The values that give a claimed item back as if it had never been claimed (its attempt uncounted):
     a draining worker's release, and the reap of an item whose handler never started."""
@@ -166,7 +171,7 @@ class WorkItems(ItemEnqueue):
                 return claim_rows(n, kinds)
             return limited_claim(
                 self._store.backend,
-                lambda statement, parameters: list(connection.exec_driver_sql(statement, parameters).fetchall()),
+                lambda statement, parameters: _rows(connection.exec_driver_sql(statement, parameters)),
                 claim_rows, n, list(kinds or ()), limits, now, self._hot.item_time,
             )
 
