@@ -85,7 +85,7 @@ def limited_claim(
     rows: list[Any] = claim(n, free) if free else []
     insert, select, update = _STATEMENTS[backend]
     t_now = item_time(now)
-    now_s = _seconds(t_now) if not isinstance(t_now, datetime) else (now - _EPOCH).total_seconds()
+    now_s = (now - _EPOCH).total_seconds()
     for name in sorted(buckets):  # name order: the row locks of two claims never cross
         limit, bucket_kinds = buckets[name]
         execute(insert, (name, float(limit.capacity), t_now))
