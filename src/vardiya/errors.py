@@ -16,7 +16,11 @@ exits with code 2. Messages say what is wrong and how to fix it.
     │   ├── StoreNotFound           no vardiya store there yet (a read refuses to create one)
     │   ├── SchemaTooNew            the store was migrated by a newer vardiya
     │   └── SchemaOutdated          the store needs ``vardiya db upgrade``
-    └── LeaseLost                   a worker acted on a work item it no longer holds
+    ├── LeaseLost                   a worker acted on a work item it no longer holds
+    └── CallError                   an async call waited on (``Handle.result``) did not give a result
+        ├── CallDeadLettered        its last attempt failed: it is a dead letter (``vardiya dlq show``)
+        ├── CallTimedOut            it had not finished when the wait's timeout passed (also a TimeoutError)
+        └── ResultTooLarge          it succeeded, but its result was over the size the store keeps
 
 Driver exceptions (sqlite3, psycopg, SQLAlchemy) never leave the store: they are wrapped in a
 ``StoreError`` subclass with the original chained as ``__cause__``.
@@ -26,12 +30,16 @@ from __future__ import annotations
 
 __all__ = [
     "AppNotFound",
+    "CallDeadLettered",
+    "CallError",
+    "CallTimedOut",
     "ConfigurationError",
     "InvalidDatabaseURL",
     "InvalidInput",
     "InvalidRecord",
     "LeaseLost",
     "NotAStore",
+    "ResultTooLarge",
     "SchemaOutdated",
     "SchemaTooNew",
     "StoreError",
@@ -115,4 +123,42 @@ class LeaseLost(VardiyaError):
 
     This happens when the lease expired (the worker was too slow or paused) and the item was reaped or
     claimed by another worker. The worker must drop the item: its result is not recorded.
+    """
+
+
+class CallError(VardiyaError):
+    """An async call that a caller waited on (``Handle.result``, ``Invoker.wait``) gave no result.
+
+    ``item_id`` is the call's handle id (its work item), ``handler`` the handler's name.
+    """
+
+    def __init__(self, message: str, *, item_id: int, handler: str) -> None:
+        super().__init__(message)
+        self.item_id = item_id
+        self.handler = handler
+
+
+class CallDeadLettered(CallError):
+    """The call's last attempt failed, so it is a dead letter; ``error`` is the last error line.
+
+    The traceback and every attempt are kept with the dead letter: ``vardiya dlq show ID``.
+    """
+
+    def __init__(self, message: str, *, item_id: int, handler: str, error: str | None, attempts: int) -> None:
+        super().__init__(message, item_id=item_id, handler=handler)
+        self.error = error
+        self.attempts = attempts
+
+
+class CallTimedOut(CallError, TimeoutError):
+    """The call had not finished when the wait's timeout passed; it is still stored and may finish later.
+
+    A ``TimeoutError`` too, so code written for ``concurrent.futures`` or Celery's ``get`` catches it.
+    """
+
+
+class ResultTooLarge(CallError):
+    """The call succeeded, but its handler returned more JSON than the store keeps (``RESULT_MAX_BYTES``).
+
+    The handler's work is done and is not retried; only its return value was dropped.
     """

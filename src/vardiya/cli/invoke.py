@@ -48,6 +48,11 @@ __all__ = ["invoke", "worker"]
     "--only", "names", multiple=True, metavar="NAME",
     help="Only this handler, slot job, pipeline or periodic function (repeatable).",
 )
+@click.option(
+    "--queue", "queues", multiple=True, metavar="NAME",
+    help="Claim only the items of this named queue (repeatable; default: every queue). Ticks, pipeline runs"
+    " and periodic functions are in the queue 'default'.",
+)
 @service_options
 @click.option("--json", "as_json", is_flag=True, help="Print the worker's report as one JSON document.")
 @renamed_option("--handler", "--only", "names", multiple=True, metavar="NAME")
@@ -59,6 +64,7 @@ def worker(
     lease: float,
     prefetch: int,
     names: tuple[str, ...],
+    queues: tuple[str, ...],
     metrics_port: int | None,
     log_format: str,
     as_json: bool,
@@ -73,12 +79,15 @@ def worker(
     check_names(app, names, "--only")
     # Bad settings are refused here, before the store is opened: nothing is written.
     options = WorkerSettings(
-        concurrency=concurrency, lease=positive_duration(lease, "--lease"), prefetch=prefetch, names=names
+        concurrency=concurrency, lease=positive_duration(lease, "--lease"), prefetch=prefetch, names=names,
+        queues=queues,
     )
     Worker.check(app, options)
     with service_store(settings, log_format, metrics_port) as (store, metrics):
         running = Worker(store, app, options, metrics=metrics)
-        log_start("worker", store, app, running.owner, _worker_runs(running), "work items of those kinds")
+        chosen = options.queues
+        what = "work items of those kinds" + (f" in the queues {', '.join(chosen)}" if chosen else "")
+        log_start("worker", store, app, running.owner, _worker_runs(running), what)
         # SIGTERM (and Ctrl-C) drain: the item in hand is finished, the rest released, exit 0.
         with _counting(settings, running, until_idle):
             report = while_signalled(running.stop, lambda: running.run(until_idle=until_idle))

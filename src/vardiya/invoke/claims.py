@@ -24,6 +24,7 @@ from ..store.records import WorkItem
 from .cutter import StreamCutter
 from .idle import IdleWait
 from .pacing import StartPacer
+from .rate_limits import claim_limits
 from .running import HandlerRunner
 from .settings import WorkerSettings
 
@@ -76,6 +77,8 @@ class ClaimLoop:
         #: the invocation item kinds of the worker's handlers
         self.kinds = sorted(runner.by_kind)
         self.all_kinds = sorted([*self.kinds, *(self.served.kinds if self.served else ())])
+        #: per kind, the shared token bucket of its handler's ``rate_limit`` (taken in the claim)
+        self.limits = claim_limits(runner.by_kind.values())
 
     # -- the claims ---------------------------------------------------------------------------------
 
@@ -85,7 +88,7 @@ class ClaimLoop:
             return None
         claimed = self.store.items.claim(
             1, owner=self.owner, lease=self.settings.lease_s, kinds=list(self.served.kinds),
-            exclude=self.pauses.kinds(),
+            exclude=self.pauses.kinds(), queues=self.settings.claimed_queues,
         )
         return claimed[0] if claimed else None
 
@@ -96,7 +99,7 @@ class ClaimLoop:
             return []
         return self.store.items.claim(
             self.settings.prefetch, owner=self.owner, lease=self.settings.lease_s, kinds=self.kinds, start=pacer.size,
-            exclude=self.pauses.kinds(),
+            exclude=self.pauses.kinds(), queues=self.settings.claimed_queues, limits=self.limits,
         )
 
     # -- the loop -----------------------------------------------------------------------------------
@@ -137,7 +140,7 @@ class ClaimLoop:
 
     def next_due(self) -> datetime | None:
         """When the next item of ours can be claimed (None: nothing left at all), stream records too."""
-        due = self.store.items.next_due(self.pauses.active(self.all_kinds))
+        due = self.store.items.next_due(self.pauses.active(self.all_kinds), self.settings.claimed_queues)
         if due is not None:
             # Records still waiting in the stream after a flushing cut are held back by their lane's
             # batch in flight: they become due when that batch does, not before.

@@ -44,6 +44,7 @@ class StreamCutter:
                 ordered=handler.ordered,
                 lanes=handler.lanes,
                 flush=flush,
+                queue=handler.queue,
             )
         if made:
             self.report.add(batches_cut=made)

@@ -29,6 +29,7 @@ from typing import Any
 from ..clock import to_seconds
 from ..errors import ConfigurationError, InvalidInput
 from ..limits import check_key, check_name
+from ..rules.rates import RateLimit, parse_rate_limit
 from ..sla import check_sla
 from ..store.types import dumps_json
 from .batching import check_batch_size
@@ -186,6 +187,13 @@ class Handler:
     sla: timedelta | None = None
     """How long one call is expected to take; a worker's call that takes longer is logged, counted and
     shown by ``vardiya status`` (``vardiya.sla``). Nothing is stopped for it: ``time_limit_s`` does that."""
+    queue: str = "default"
+    """The named queue its async calls and stream batches go to: ``vardiya worker --queue NAME`` (and
+    ``WorkerSettings(queues=[...])``) claims only the items of its queues; a worker without claims them all."""
+    rate_limit: RateLimit | str | None = None
+    """At most this many of its items start, over all the workers of the store ("100/s", "30/m",
+    "500/h"; ``rules.rates``): a token bucket in the store, taken in each claim's transaction. Items over
+    the limit wait, ready; they are not failed."""
 
     def __post_init__(self) -> None:
         check_name(self.name, "a handler name")
@@ -229,6 +237,17 @@ class Handler:
         if self.on_failure is not None and not callable(self.on_failure):
             raise InvalidInput(f"on_failure of handler {self.name!r} must be a function, got {self.on_failure!r}")
         object.__setattr__(self, "sla", check_sla(self.sla, f"handler {self.name!r}"))
+        check_name(self.queue, f"the queue of handler {self.name!r}")
+        if self.rate_limit is not None:
+            try:
+                object.__setattr__(self, "rate_limit", parse_rate_limit(self.rate_limit))
+            except InvalidInput as error:
+                raise InvalidInput(f"handler {self.name!r}: {error}") from None
+
+    @property
+    def limit(self) -> RateLimit | None:
+        """The parsed ``rate_limit`` (None: no limit)."""
+        return self.rate_limit if isinstance(self.rate_limit, RateLimit) else None
 
     @property
     def call_kind(self) -> str:
@@ -262,6 +281,8 @@ class Handler:
             "caller_retry": {"count": self.caller_retry.count, "delay_s": self.caller_retry.delay_s},
             "time_limit_s": self.time_limit_s,
             "dedup_window_s": self.dedup.window_s if self.dedup else None,
+            "queue": self.queue,
+            "rate_limit": self.limit.spelling() if self.limit else None,
         }
         if self.model is Model.STREAM:
             described |= {

@@ -4,6 +4,7 @@
     invoker.call("validate", reading)            # sync: waits, retries as the caller, raises the error
     handle = invoker.submit("validate", reading) # async: returns once the request is stored
     invoker.status(handle)                       # state, attempts, result or error, history
+    handle.result(timeout=30)                    # async: wait for the handler's return value
     invoker.append("validate", reading)          # stream: returns the record's offset
     invoker.invoke("validate", reading)          # whichever model the handler is configured with
 
@@ -16,7 +17,8 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..clock import Clock, SystemClock
@@ -29,6 +31,7 @@ from .execute import BatchRecord, run_attempt
 from .gate import StoreGate
 from .handlers import Handler, Model
 from .metrics import Metrics, Prices, Tally, store_metrics
+from .results import ResultWaiter, check_timeout
 
 if TYPE_CHECKING:
     from ..store.api import Store
@@ -169,10 +172,23 @@ def check_appends(handler: Handler, records: list[Any], keys: Iterable[str | Non
 
 @dataclass(frozen=True)
 class Handle:
-    """What an async submit returns: the id of the stored request."""
+    """What an async submit returns: the id of the stored request.
+
+    ``result(timeout=...)`` waits for the handler's return value (``Invoker.wait``). Two handles of one
+    request are equal whichever invoker made them.
+    """
 
     id: int
     handler: str
+    invoker: Invoker | None = field(default=None, compare=False, repr=False)
+
+    def result(self, timeout: float | timedelta | None = None) -> Any:
+        """The handler's return value once the call has succeeded; see ``Invoker.wait``."""
+        if self.invoker is None:
+            raise ConfigurationError(
+                f"handle {self.id} was made without an Invoker; wait with Invoker(store, app).wait(handle)"
+            )
+        return self.invoker.wait(self, timeout=timeout)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -272,19 +288,41 @@ class Invoker:
         payloads = call_payloads(handler, records, keys)
         store = self._store("submit")
         kind = handler.call_kind
-        ids = store.items.enqueue_texts_ids(kind, payloads, max_attempts=handler.retry.max_attempts, wake=True)
+        ids = store.items.enqueue_texts_ids(
+            kind, payloads, max_attempts=handler.retry.max_attempts, wake=True, queue=handler.queue
+        )
         handles = self._handles(store, kind, [item_key for item_key, _ in payloads], ids)
         self._wait(name, began, len(records))
         return handles
 
-    @staticmethod
-    def _handles(store: Store, kind: str, item_keys: list[str], ids: dict[str, int]) -> list[Handle]:
+    def _handles(self, store: Store, kind: str, item_keys: list[str], ids: dict[str, int]) -> list[Handle]:
         """The handles of ``item_keys``: ``ids`` has the new items; any other key is read from the store."""
         missing = [item_key for item_key in item_keys if item_key not in ids]
         if missing:
             ids.update(store.invocations.ids_by_key(kind, missing))
         name = kind.split(":", 1)[1]
-        return [Handle(ids[item_key], name) for item_key in item_keys]
+        return [Handle(ids[item_key], name, self) for item_key in item_keys]
+
+    def wait(self, handle: Handle | int, *, timeout: float | timedelta | None = None) -> Any:
+        """Wait for an async call and return its handler's result (Celery's ``AsyncResult.get``).
+
+        ``timeout``: seconds (or a timedelta) of this invoker's clock; None waits as long as it takes.
+        Raises ``CallDeadLettered`` when the call ended as a dead letter (its error line; the traceback
+        is in ``vardiya dlq show ID``), ``CallTimedOut`` when the timeout passed first (the call stays
+        stored), ``ResultTooLarge`` when its result was over what the store keeps. A failed attempt with
+        attempts left is waited through. The wait sleeps on the store's wake-up (``invoke.results``),
+        so it returns as soon as a worker records the outcome.
+        """
+        seconds = check_timeout(timeout)
+        store = self._store("wait")
+        item_id = handle.id if isinstance(handle, Handle) else handle
+        if isinstance(item_id, bool) or not isinstance(item_id, int):
+            raise InvalidInput(f"a handle is a Handle or its integer id, got {handle!r}")
+        waiter = ResultWaiter(store, self.clock)
+        try:
+            return waiter.wait(item_id, seconds)
+        finally:
+            waiter.close()
 
     def status(self, handle: Handle | int) -> CallStatus:
         """Where an async invocation stands, with its attempt history; an unknown handle is an error."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..clock import to_timedelta
 from ..errors import InvalidInput
+from ..limits import check_name
 
 __all__ = ["WorkerSettings", "positive_duration"]
 
@@ -60,6 +61,9 @@ class WorkerSettings:
     heartbeat: bool = True
     #: Only these handlers, slot jobs, pipelines and periodic functions of the app (empty: all of them).
     names: tuple[str, ...] = field(default=())
+    #: Only items of these named queues (``queue=`` on a handler; empty: every queue). Ticks, pipeline
+    #: runs and periodic functions are in the queue "default".
+    queues: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         _whole(self.concurrency, "concurrency", 1)
@@ -77,6 +81,7 @@ class WorkerSettings:
         if self.owner is not None and (not isinstance(self.owner, str) or not self.owner.strip()):
             raise InvalidInput(f"a worker's owner must be a non-empty name, got {self.owner!r}")
         object.__setattr__(self, "names", _names(self.names))
+        object.__setattr__(self, "queues", _queues(self.queues))
 
     @property
     def lease_s(self) -> float:
@@ -102,7 +107,21 @@ class WorkerSettings:
             "poll_max_s": self.poll_max_s,
             "heartbeat": self.heartbeat,
             "names": list(self.names),
+            "queues": list(self.queues),
         }
+
+    @property
+    def claimed_queues(self) -> list[str] | None:
+        """The queues as the store's claim takes them (None: every queue)."""
+        return list(self.queues) or None
+
+
+def _queues(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise InvalidInput(f"queues must be a list of queue names, got the string {value!r}; write [{value!r}]")
+    if not isinstance(value, Iterable):
+        raise InvalidInput(f"queues must be a list of queue names, got {value!r}")
+    return tuple(sorted({check_name(queue, "a queue name (--queue)") for queue in value}))
 
 
 def _names(value: object) -> tuple[str, ...]:

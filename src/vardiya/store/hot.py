@@ -43,7 +43,19 @@ from .url import Backend
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
-__all__ = ["HotSQL", "Statements", "complete_counting", "complete_returning", "hot_sql", "run_statements"]
+__all__ = [
+    "DONE_CHANNEL",
+    "RESULT_DROPPED",
+    "RESULT_MAX_BYTES",
+    "HotSQL",
+    "Statements",
+    "bounded_result",
+    "complete_counting",
+    "complete_returning",
+    "hot_sql",
+    "notify_done",
+    "run_statements",
+]
 
 # records.CLAIM_ROW_FIELDS, read before the claim's UPDATE (so the attempt it counts is added here). The
 # sqlite3 module hands over a column value at 500-1,000 instructions (it releases the GIL around each),
@@ -70,9 +82,42 @@ _PENDING, _FAILED = f"'{ItemState.PENDING.value}'", f"'{ItemState.FAILED.value}'
 _RUNNING, _SUCCEEDED = f"'{ItemState.RUNNING.value}'", f"'{ItemState.SUCCEEDED.value}'"
 _READY = f"state IN ({_PENDING}, {_FAILED})"
 
+#: The PostgreSQL channel a completion (and a dead letter) signals: callers waiting on a result LISTEN
+#: on it. Not ``vardiya_work``: idle workers need not wake for work that ended.
+DONE_CHANNEL = "vardiya_done"
+
+#: The most JSON a work item keeps as its result (Lambda's limit on an async payload): a larger one is
+#: replaced by ``result_dropped(size)``, as a result that does not fit must not undo the work behind it.
+RESULT_MAX_BYTES = 256 * 1024
+
+#: The key of the marker that stands for a result over ``RESULT_MAX_BYTES`` (``Invoker.wait`` reads it).
+RESULT_DROPPED = "vardiya_result_dropped"
+
+
+def result_dropped(size: int) -> str:
+    """The JSON text stored instead of a result of ``size`` bytes, over ``RESULT_MAX_BYTES``."""
+    return json.dumps({RESULT_DROPPED: {"bytes": size, "limit": RESULT_MAX_BYTES}})
+
+
+def bounded_result(text: str | None) -> str | None:
+    """``text`` (a result's JSON) if it fits ``RESULT_MAX_BYTES``, else the marker that says it did not."""
+    if text is None or len(text) * 4 <= RESULT_MAX_BYTES:  # most results: no encoding needed to know
+        return text
+    size = len(text.encode())
+    return text if size <= RESULT_MAX_BYTES else result_dropped(size)
+
+
+def notify_done(connection: sa.Connection, backend: Backend) -> None:
+    """Signal ``DONE_CHANNEL`` at commit (PostgreSQL; SQLite's waiters see the commit by ``data_version``)."""
+    if backend is Backend.POSTGRESQL:
+        connection.exec_driver_sql(_NOTIFY_DONE)
+
+
+_NOTIFY_DONE = f"SELECT pg_notify('{DONE_CHANNEL}', '')"
+
 _SQLITE_READY = f"""
-SELECT {_SQLITE_CLAIMED_COLUMNS} FROM work_items INDEXED BY ix_work_items_ready
- WHERE {_READY} AND run_after <= ?{{kinds}}
+SELECT {_SQLITE_CLAIMED_COLUMNS} FROM work_items INDEXED BY {{index}}
+ WHERE {_READY} AND run_after <= ?{{kinds}}{{queues}}
  ORDER BY run_after, id LIMIT ?
 """
 
@@ -99,7 +144,7 @@ UPDATE work_items SET started = true WHERE id = ANY(%s) AND state = {_RUNNING} A
 _POSTGRES_CLAIM = f"""
 WITH picked AS (
     SELECT id, run_after FROM work_items
-     WHERE {_READY} AND run_after <= %s{{kinds}}
+     WHERE {_READY} AND run_after <= %s{{kinds}}{{queues}}
      ORDER BY run_after, id LIMIT %s
        FOR UPDATE SKIP LOCKED
 ), ranked AS (
@@ -121,10 +166,13 @@ UPDATE work_items SET state = {_SUCCEEDED}, lease_until = NULL, updated_at = ?
 
 # The ids go in ascending, so the rows are locked in id order, as a heartbeat's ``IN`` list locks them
 # (a reap skips locked rows): two updates of the same rows never wait for each other in a cycle.
+#
+# Every completion also signals ``DONE_CHANNEL`` (once per transaction: PostgreSQL folds a repeated
+# notification), so a caller waiting on ``Handle.result`` wakes the moment its call is recorded.
 _POSTGRES_COMPLETE = f"""
 UPDATE work_items SET state = {_SUCCEEDED}, lease_until = NULL, updated_at = %s
  WHERE id = ANY(%s) AND state = {_RUNNING} AND lease_owner = %s
-RETURNING id
+RETURNING id, pg_notify('{DONE_CHANNEL}', '')
 """
 
 # A completion that also stores each item's handler busy time and result (JSON text; NULL keeps what
@@ -134,7 +182,7 @@ UPDATE work_items AS w SET state = {_SUCCEEDED}, lease_until = NULL, updated_at 
        result = coalesce(v.result, w.result)
   FROM unnest(%s::bigint[], %s::float8[], %s::jsonb[]) AS v (id, busy, result)
  WHERE w.id = v.id AND w.state = {_RUNNING} AND w.lease_owner = %s
-RETURNING w.id
+RETURNING w.id, pg_notify('{DONE_CHANNEL}', '')
 """
 
 _SQLITE_COMPLETE_TIMED = f"""
@@ -159,7 +207,7 @@ _POSTGRES_ENQUEUE_KEYS = """given AS ({given}), fresh AS (
 )"""
 _POSTGRES_ENQUEUE_ITEMS = f"""INSERT INTO work_items (id, {{columns}})
 SELECT fresh.item_id, fresh.kind, fresh.key, given.payload::jsonb, {_PENDING}, 0, given.max_attempts,
-       given.run_after, %s, %s
+       given.run_after, %s, %s{{queue}}
   FROM fresh JOIN given ON given.kind = fresh.kind AND given.key = fresh.key
 RETURNING kind, key, id"""
 _POSTGRES_ENQUEUE = f"WITH {_POSTGRES_ENQUEUE_KEYS}\n{_POSTGRES_ENQUEUE_ITEMS}"
@@ -173,26 +221,33 @@ _POSTGRES_ENQUEUE_WAKE = (
 )
 _POSTGRES_ENQUEUE_ROWS = _POSTGRES_ENQUEUE.format(
     columns=_ENQUEUE_COLUMNS,
+    queue="",
     given="SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::timestamptz[])"
     " AS t (kind, key, payload, max_attempts, run_after)",
 )
+# The items of one kind share their queue too (the rows' items, of any kind, are in "default").
 _GIVEN_KIND = (
-    "SELECT %s::text AS kind, t.key, t.payload, %s::int AS max_attempts, %s::timestamptz AS run_after"
-    " FROM unnest(%b::text[], %b::text[]) AS t (key, payload)"
+    "SELECT %s::text AS kind, t.key, t.payload, %s::int AS max_attempts, %s::timestamptz AS run_after,"
+    " %s::text AS queue FROM unnest(%b::text[], %b::text[]) AS t (key, payload)"
 )
-_POSTGRES_ENQUEUE_KIND = _POSTGRES_ENQUEUE.format(columns=_ENQUEUE_COLUMNS, given=_GIVEN_KIND)
-_POSTGRES_ENQUEUE_KIND_WAKE = _POSTGRES_ENQUEUE_WAKE.format(columns=_ENQUEUE_COLUMNS, given=_GIVEN_KIND)
+_POSTGRES_ENQUEUE_KIND = _POSTGRES_ENQUEUE.format(
+    columns=_ENQUEUE_COLUMNS + ", queue", queue=", given.queue", given=_GIVEN_KIND
+)
+_POSTGRES_ENQUEUE_KIND_WAKE = _POSTGRES_ENQUEUE_WAKE.format(
+    columns=_ENQUEUE_COLUMNS + ", queue", queue=", given.queue", given=_GIVEN_KIND
+)
 # SQLite runs one write transaction at a time: within it, a key absent from work_item_keys stays absent
 # until this transaction adds it, so the check and the two inserts need no ON CONFLICT.
 _SQLITE_ENQUEUE = f"""
-INSERT INTO work_items ({_ENQUEUE_COLUMNS})
-SELECT column1, column2, column3, {_PENDING}, 0, column4, column5, ?, ? FROM ({{given}}) AS v
+INSERT INTO work_items ({_ENQUEUE_COLUMNS}{{queue_column}})
+SELECT column1, column2, column3, {_PENDING}, 0, column4, column5, ?, ?{{queue}} FROM ({{given}}) AS v
  WHERE NOT EXISTS (SELECT 1 FROM work_item_keys AS k WHERE k.kind = v.column1 AND k.key = v.column2)
 RETURNING kind, key, id
 """
 _SQLITE_GIVEN_ROWS = "VALUES {rows}"
 _SQLITE_GIVEN_KIND = (
-    "SELECT ? AS column1, column1 AS column2, column2 AS column3, ? AS column4, ? AS column5 FROM (VALUES {rows})"
+    "SELECT ? AS column1, column1 AS column2, column2 AS column3, ? AS column4, ? AS column5, ? AS column6"
+    " FROM (VALUES {rows})"
 )
 _SQLITE_ENQUEUE_KEYS = "INSERT INTO work_item_keys (kind, key, item_id) VALUES {rows}"
 #: One item row of an enqueue: (kind, key, payload JSON text, max_attempts, run_after).
@@ -238,8 +293,12 @@ def _sqlite_complete(size: int, returning: bool) -> str:
 @lru_cache(maxsize=64)
 def _sqlite_enqueue(size: int, one_kind: bool) -> str:
     if one_kind:
-        return _SQLITE_ENQUEUE.format(given=_SQLITE_GIVEN_KIND.format(rows=", ".join(["(?, ?)"] * size)))
-    return _SQLITE_ENQUEUE.format(given=_SQLITE_GIVEN_ROWS.format(rows=", ".join(["(?, ?, ?, ?, ?)"] * size)))
+        return _SQLITE_ENQUEUE.format(
+            queue_column=", queue", queue=", column6", given=_SQLITE_GIVEN_KIND.format(rows=", ".join(["(?, ?)"] * size))
+        )
+    return _SQLITE_ENQUEUE.format(
+        queue_column="", queue="", given=_SQLITE_GIVEN_ROWS.format(rows=", ".join(["(?, ?, ?, ?, ?)"] * size))
+    )
 
 
 @lru_cache(maxsize=64)
@@ -318,10 +377,18 @@ class HotSQL:
         marks = ", ".join(["?" if sqlite else "%s"] * len(_LEDGER_COLUMNS))
         self.ledger_upsert = _LEDGER_UPSERT.format(columns=", ".join(_LEDGER_COLUMNS), marks=marks)
         claim = _SQLITE_READY if sqlite else _POSTGRES_CLAIM
-        self._claim_any = claim.format(kinds="")
-        self._claim_kinds = claim.format(
-            kinds=" AND kind IN (SELECT value FROM json_each(?))" if sqlite else " AND kind = ANY(%s)"
-        )
+        kinds = " AND kind IN (SELECT value FROM json_each(?))" if sqlite else " AND kind = ANY(%s)"
+        queues = " AND queue IN (SELECT value FROM json_each(?))" if sqlite else " AND queue = ANY(%s)"
+        # (by kinds, by queues) -> the claim's text; SQLite reads the per-queue index when queues are given
+        self._claims = {
+            (by_kind, by_queue): claim.format(
+                kinds=kinds if by_kind else "",
+                queues=queues if by_queue else "",
+                index="ix_work_items_queue_ready" if by_queue else "ix_work_items_ready",
+            )
+            for by_kind in (False, True)
+            for by_queue in (False, True)
+        }
         self._item_time = _sqlite_item_time if sqlite else _postgres_time
 
     def time(self, moment: datetime | None) -> Any:
@@ -333,13 +400,20 @@ class HotSQL:
         return self._item_time(moment)
 
     def claim(
-        self, n: int, kinds: Sequence[str] | None, owner: str, now: datetime, until: datetime, start: int
+        self,
+        n: int,
+        kinds: Sequence[str] | None,
+        owner: str,
+        now: datetime,
+        until: datetime,
+        start: int,
+        queues: Sequence[str] | None = None,
     ) -> tuple[str, tuple[Any, ...]]:
         """The PostgreSQL claim statement and its parameters (SQLite claims with ``sqlite_claim``);
-        the first ``start`` items in claim order are marked started."""
+        the first ``start`` items in claim order are marked started. ``queues``: only items of those."""
         t_now, t_until = self._item_time(now), self._item_time(until)
-        ready = (t_now, list(kinds), n) if kinds else (t_now, n)
-        return (self._claim_kinds if kinds else self._claim_any), (*ready, start, owner, t_until, t_now, t_now)
+        ready = (t_now, *((list(kinds),) if kinds else ()), *((list(queues),) if queues else ()), n)
+        return self._claims[bool(kinds), bool(queues)], (*ready, start, owner, t_until, t_now, t_now)
 
     def start_statements(self, ids: Sequence[int], owner: str) -> Statements:
         """The statements that mark the held ``ids`` started."""
@@ -364,6 +438,7 @@ class HotSQL:
         until: datetime,
         usual_kind: str | None = None,
         start: int | None = None,
+        queues: Sequence[str] | None = None,
     ) -> list[WorkItem]:
         """Claim on the driver connection (or a cursor of it), inside its open ``BEGIN IMMEDIATE`` transaction.
 
@@ -374,8 +449,11 @@ class HotSQL:
         t_now = _sqlite_item_time(now)
         if kinds and len(kinds) == 1:
             usual_kind = kinds[0]
-        ready = (usual_kind, t_now, json.dumps(list(kinds)), n) if kinds else (usual_kind, t_now, n)
-        rows = connection.execute(self._claim_kinds if kinds else self._claim_any, ready).fetchall()
+        ready = (
+            usual_kind, t_now, *((json.dumps(list(kinds)),) if kinds else ()),
+            *((json.dumps(list(queues)),) if queues else ()), n,
+        )
+        rows = connection.execute(self._claims[bool(kinds), bool(queues)], ready).fetchall()
         if not rows:
             return []
         claimed = (owner, _sqlite_item_time(until), t_now, t_now)
@@ -418,11 +496,12 @@ class HotSQL:
         max_attempts: int,
         run_after: datetime,
         now: datetime,
+        queue: str = "default",
     ) -> list[tuple[str, str, int]]:
-        """``enqueue`` of (key, payload JSON text) pairs of one kind sharing ``max_attempts`` and
-        ``run_after``, bound once."""
+        """``enqueue`` of (key, payload JSON text) pairs of one kind sharing ``max_attempts``,
+        ``run_after`` and ``queue``, bound once."""
         written = self._item_time(now)
-        shared = (kind, max_attempts, self._item_time(run_after))
+        shared = (kind, max_attempts, self._item_time(run_after), queue)
         if self.backend is Backend.POSTGRESQL:
             keys, payloads = (list(column) for column in zip(*pairs, strict=True)) if pairs else ([], [])
             made = connection.exec_driver_sql(_POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written))
@@ -438,6 +517,7 @@ class HotSQL:
         run_after: datetime,
         now: datetime,
         channel: str | None,
+        queue: str = "default",
     ) -> list[tuple[str, str, int]]:
         """``enqueue_kind`` on a driver cursor, for a small enqueue that is a transaction of its own.
 
@@ -446,7 +526,7 @@ class HotSQL:
         round trip).
         """
         written = self._item_time(now)
-        shared = (kind, max_attempts, self._item_time(run_after))
+        shared = (kind, max_attempts, self._item_time(run_after), queue)
         if self.backend is Backend.POSTGRESQL:
             keys, payloads = (list(column) for column in zip(*pairs, strict=True)) if pairs else ([], [])
             if channel is None:
@@ -510,7 +590,9 @@ class HotSQL:
         returning: bool = True,
     ) -> list[tuple[str, tuple[Any, ...]]]:
         """``complete_statements`` that also set each item's ``busy_ms`` and ``result`` (JSON text or None,
-        which keeps the stored result); ``busy`` and ``results`` run along ``ids``."""
+        which keeps the stored result); ``busy`` and ``results`` run along ``ids``. A result over
+        ``RESULT_MAX_BYTES`` is stored as the marker ``result_dropped`` makes."""
+        results = [bounded_result(text) for text in results]
         if self.backend is Backend.POSTGRESQL:
             rows = sorted(zip(ids, busy, results, strict=True), key=_first)  # ascending ids: see _POSTGRES_COMPLETE
             return [(_POSTGRES_COMPLETE_TIMED, (self._item_time(now), *map(list, zip(*rows, strict=True)), owner))]

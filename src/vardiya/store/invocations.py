@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from ..rules.calls import CallOutcome, CallRow
 from .backend import times_of
+from .hot import notify_done
 from .invocation_reads import InvocationReads
 from .records import AttemptOutcome, ItemState
 from .schema import invocation_calls, work_items
@@ -129,6 +130,8 @@ class Invocations(InvocationReads):
             ).first()
             if updated is None:
                 return False
+            if state is not ItemState.FAILED:  # an end: wake callers waiting on its result
+                notify_done(connection, self._store.backend)
             if calls:
                 self._insert_calls(connection, [_call_row(handler, item_id, attempt, call) for call in calls])
         return True

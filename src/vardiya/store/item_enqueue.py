@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..clock import ensure_aware
-from ..limits import check_kind
+from ..limits import check_kind, check_name
 from .engine import DriverConnection, PostgresStatement
 from .hot import EnqueueRow, HotSQL
 from .item_checks import check_max_attempts, check_payload, checked_payloads
@@ -121,11 +121,13 @@ class ItemEnqueue(ItemReads):
         run_after: datetime | None = None,
         chunk_size: int = 2_000,
         wake: bool = False,
+        queue: str = "default",
     ) -> dict[str, int]:
         """``enqueue_many_ids`` of (key, payload JSON text) pairs whose keys and texts are checked already
         (``item_checks.check_payload``, or ``Invoker``'s call payloads): each payload is encoded once,
-        by its check. A key given twice keeps its first payload."""
+        by its check. A key given twice keeps its first payload. ``queue``: the items' named queue."""
         check_kind(kind)
+        check_name(queue, "a queue name")
         check_max_attempts(max_attempts)
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
@@ -135,12 +137,12 @@ class ItemEnqueue(ItemReads):
                 first.setdefault(key, text)
             pairs = list(first.items())
         if len(pairs) <= min(chunk_size, _ALONE_MAX):
-            return self._enqueue_alone(kind, pairs, max_attempts, after, now, wake)
+            return self._enqueue_alone(kind, pairs, max_attempts, after, now, wake, queue)
         ids: dict[str, int] = {}
         for start in range(0, len(pairs), chunk_size):
             with self._store.transaction() as connection:
                 chunk = pairs[start : start + chunk_size]
-                made = self._hot.enqueue_kind(connection, kind, chunk, max_attempts, after, now)
+                made = self._hot.enqueue_kind(connection, kind, chunk, max_attempts, after, now, queue)
                 ids.update((key, item_id) for _kind, key, item_id in made)
                 if wake:
                     notify(connection, self._store.backend, kind)
@@ -148,7 +150,7 @@ class ItemEnqueue(ItemReads):
 
     def _enqueue_alone(
         self, kind: str, pairs: Sequence[tuple[str, str]], max_attempts: int, after: datetime, now: datetime,
-        wake: bool,
+        wake: bool, queue: str,
     ) -> dict[str, int]:
         """A small enqueue, a transaction of its own, on the driver (a single submit is the common case).
 
@@ -166,7 +168,7 @@ class ItemEnqueue(ItemReads):
                 self._submit_driver = DriverConnection(self._store.engine, self._store.target)
             runner = self._submit_driver
         channel = NOTIFY_CHANNEL if wake else None
-        made = runner.run(self._hot.enqueue_kind_alone, kind, pairs, max_attempts, after, now, channel)
+        made = runner.run(self._hot.enqueue_kind_alone, kind, pairs, max_attempts, after, now, channel, queue)
         return {key: item_id for _kind, key, item_id in made}
 
     def enqueue_in(

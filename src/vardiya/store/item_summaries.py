@@ -101,16 +101,18 @@ class ItemSummaries:
             ).scalar()
         return moment
 
-    def next_due(self, kinds: Collection[str]) -> datetime | None:
-        """When the next item of ``kinds`` can be claimed: the earliest ready time or lease end (None: none)."""
+    def next_due(self, kinds: Collection[str], queues: Collection[str] | None = None) -> datetime | None:
+        """When the next item of ``kinds`` (in ``queues``, when given) can be claimed: the earliest ready
+        time or lease end (None: none)."""
         c = work_items.c
         kinds = list(kinds)
+        of_queues = c.queue.in_(list(queues)) if queues else sa.true()
         with self._store.reading() as connection:
             ready = connection.execute(
-                sa.select(sa.func.min(c.run_after)).where(c.kind.in_(kinds), c.state.in_(READY_STATES))
+                sa.select(sa.func.min(c.run_after)).where(c.kind.in_(kinds), c.state.in_(READY_STATES), of_queues)
             ).scalar()
             leased = connection.execute(
-                sa.select(sa.func.min(c.lease_until)).where(c.kind.in_(kinds), c.state == ItemState.RUNNING)
+                sa.select(sa.func.min(c.lease_until)).where(c.kind.in_(kinds), c.state == ItemState.RUNNING, of_queues)
             ).scalar()
         moments = [moment for moment in (ready, leased) if moment is not None]
         return min(moments) if moments else None

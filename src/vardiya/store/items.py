@@ -31,6 +31,7 @@ from .engine import DriverConnection
 from .hot import Statements, complete_counting, complete_returning, hot_sql, run_statements
 from .item_checks import check_max_attempts, lease_seconds
 from .item_enqueue import ItemEnqueue
+from .rate_buckets import ClaimLimit, limited_claim
 from .records import AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
 from .schema import work_item_keys, work_items
@@ -53,6 +54,11 @@ REAP_INTERVAL_S = 1.0
 def _lease_expired_error(owner: str | None) -> str | None:
     """``_LEASE_EXPIRED_ERROR`` of one item (NULL without an owner, as the SQL concatenation is)."""
     return None if owner is None else f"lease expired: worker {owner} stopped before finishing"
+
+
+def _rows(result: sa.CursorResult[Any]) -> list[Any]:
+    """The rows of a driver statement's result; none for one that returns no rows (an INSERT, an UPDATE)."""
+    return list(result.fetchall()) if result.returns_rows else []
 
 
 def _unattempted(now: datetime) -> dict[str, Any]:
@@ -110,6 +116,8 @@ class WorkItems(ItemEnqueue):
         kinds: Sequence[str] | None = None,
         start: int | None = None,
         exclude: Collection[str] = (),
+        queues: Sequence[str] | None = None,
+        limits: Mapping[str, ClaimLimit] | None = None,
     ) -> list[WorkItem]:
         """Take up to ``n`` ready items for ``owner``, leased for ``lease``; oldest ``run_after`` first.
 
@@ -119,6 +127,9 @@ class WorkItems(ItemEnqueue):
         ``start``: how many of them, in the order returned, are marked started by the claim (default
         all: a caller runs what it claims). A worker that prefetches marks the first few and the rest
         with ``start`` as it reaches them, so that its crash charges only what was running.
+        ``queues``: only items of those named queues (default: every queue). ``limits``: per kind, the
+        token bucket its items take from (``rate_buckets``); needs ``kinds``. Items over a limit stay
+        ready, uncharged.
         """
         if exclude:
             if kinds is None:
@@ -126,6 +137,10 @@ class WorkItems(ItemEnqueue):
             kinds = [kind for kind in kinds if kind not in exclude]
             if not kinds:
                 return []
+        if limits:
+            if not kinds:
+                raise InvalidInput("a rate-limited claim needs the kinds it claims (kinds=...)")
+            limits = {kind: limit for kind, limit in limits.items() if kind in kinds}
         if n <= 0:
             return []
         if start is not None and (isinstance(start, bool) or not isinstance(start, int) or start < 0):
@@ -139,17 +154,62 @@ class WorkItems(ItemEnqueue):
                 with self._store.transaction() as connection:
                     self._reap(connection, now)
                 self._next_reap_at = now + timedelta(seconds=REAP_INTERVAL_S)
-            items = self._driver.run(self._hot.sqlite_claim, n, kinds, owner, now, until, self._usual_kind, start)
+            if limits:
+                items = self._driver.run(
+                    self._sqlite_limited, n, list(kinds or ()), queues, limits, owner, now, until, start
+                )
+            else:
+                items = self._driver.run(
+                    self._hot.sqlite_claim, n, kinds, owner, now, until, self._usual_kind, start, queues
+                )
             if items:
                 self._usual_kind = items[-1].kind  # the next claim's guess (see HotSQL.sqlite_claim)
             return items
-        statement, parameters = self._hot.claim(n, kinds, owner, now, until, n if start is None else start)
         with self._store.transaction() as connection:
             if reap:
                 self._reap(connection, now)
                 self._next_reap_at = now + timedelta(seconds=REAP_INTERVAL_S)
-            rows = connection.exec_driver_sql(statement, parameters).fetchall()
-        return self._hot.claimed(rows, owner, now, until)
+            marked = [n if start is None else start]  # how many more the sub-claims mark started
+
+            def claim_rows(size: int, some: Sequence[str] | None) -> list[WorkItem]:
+                statement, parameters = self._hot.claim(size, some, owner, now, until, marked[0], queues)
+                claimed = self._hot.claimed(connection.exec_driver_sql(statement, parameters).fetchall(), owner, now, until)
+                marked[0] = max(0, marked[0] - len(claimed))
+                return claimed
+
+            if not limits:
+                return claim_rows(n, kinds)
+            return limited_claim(
+                self._store.backend,
+                lambda statement, parameters: _rows(connection.exec_driver_sql(statement, parameters)),
+                claim_rows, n, list(kinds or ()), limits, now, self._hot.item_time,
+            )
+
+    def _sqlite_limited(
+        self,
+        cursor: sqlite3.Cursor,
+        n: int,
+        kinds: list[str],
+        queues: Sequence[str] | None,
+        limits: Mapping[str, ClaimLimit],
+        owner: str,
+        now: datetime,
+        until: datetime,
+        start: int | None,
+    ) -> list[WorkItem]:
+        """A rate-limited claim on SQLite's driver cursor, inside the claim's ``BEGIN IMMEDIATE``."""
+        marked = [n if start is None else start]
+
+        def claim_rows(size: int, some: Sequence[str]) -> list[WorkItem]:
+            claimed = self._hot.sqlite_claim(cursor, size, some, owner, now, until, self._usual_kind, marked[0], queues)
+            marked[0] = max(0, marked[0] - len(claimed))
+            return claimed
+
+        return limited_claim(
+            Backend.SQLITE,
+            lambda statement, parameters: cursor.execute(statement, parameters).fetchall(),
+            claim_rows, n, kinds, limits, now, self._hot.item_time,
+        )
 
     def start(self, ids: Sequence[int], *, owner: str) -> None:
         """Mark held items started: their handler is about to run, so a crash from now on is charged

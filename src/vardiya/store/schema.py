@@ -28,6 +28,7 @@ __all__ = [
     "pipeline_task_runs",
     "pipeline_tasks",
     "paused",
+    "rate_buckets",
     "schedules",
     "services",
     "sla_misses",
@@ -97,6 +98,9 @@ work_items = sa.Table(
     # ``WorkItems.start``): a lease that runs out charges the attempt to a started item only; one that
     # never started goes back to ready as if never claimed.
     sa.Column("started", sa.Boolean, nullable=False, server_default=sa.false()),
+    # The named queue of the item (migration 0013): a handler's ``queue=``, "default" for everything else.
+    # ``vardiya worker --queue NAME`` claims only the items of its queues.
+    sa.Column("queue", sa.String(190), nullable=False, server_default="default"),
     # (kind, key) is unique through ``work_item_keys`` (migration 0007). SQLite keeps the old unique
     # index as well: dropping it means rebuilding the table under the foreign keys of every table
     # that refers to it, and it costs SQLite's updates nothing (they only touch indexes whose columns
@@ -106,6 +110,16 @@ work_items = sa.Table(
     # so a claim never rescans them.
     sa.Index(
         "ix_work_items_ready",
+        "run_after",
+        "id",
+        postgresql_where=_ready,
+        sqlite_where=_ready,
+    ),
+    # A claim restricted to some queues reads this one: the ready items of each queue in (run_after, id)
+    # order, so a worker of a quiet queue never walks the busy queues' rows.
+    sa.Index(
+        "ix_work_items_queue_ready",
+        "queue",
         "run_after",
         "id",
         postgresql_where=_ready,
@@ -452,4 +466,16 @@ services = sa.Table(
     sa.Column("beat_at", UTCDateTime, nullable=False),
     sa.Column("interval_s", sa.Float, nullable=False),
     sa.Column("runs", JSONDocument, nullable=False),
+)
+
+# A token bucket per rate-limited handler (migration 0013), shared by every worker of the store: a claim
+# refills it from the clock (``tokens`` grow at the handler's rate up to its burst since ``refilled_at``)
+# and takes one token per item it claims, in the claim's own transaction (the row locked on PostgreSQL,
+# the write transaction on SQLite), so all workers together stay within the rate.
+rate_buckets = sa.Table(
+    "rate_buckets",
+    metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("tokens", sa.Float, nullable=False),
+    sa.Column("refilled_at", UTCMicros, nullable=False),
 )

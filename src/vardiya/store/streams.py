@@ -171,13 +171,16 @@ class Streams:
         lanes: int,
         max_batches: int = 50,
         flush: bool = False,
+        queue: str = "default",
     ) -> int:
         """Cut waiting records into batch items; returns how many batches were made.
 
         ``flush`` cuts partial batches without waiting for the window (a worker draining to idle).
+        ``queue``: the named queue of the batch items (the stream handler's).
         """
         now = self._store.clock.now()
         made = 0
+        cut_ids: list[int] = []
         with self._store.transaction() as connection:
             for lane in range(lanes if ordered else 1):
                 while made < max_batches:
@@ -189,6 +192,7 @@ class Streams:
                     if item_id is None:
                         break
                     made += 1
+                    cut_ids.append(item_id)
                     if ordered:
                         connection.execute(
                             sa.update(stream_lanes)
@@ -196,6 +200,8 @@ class Streams:
                             .values(open_item=item_id)
                         )
                         break  # one batch of a lane in flight at a time
+            if cut_ids and queue != "default":
+                connection.execute(sa.update(work_items).where(work_items.c.id.in_(cut_ids)).values(queue=queue))
             if made:
                 notify(connection, self._store.backend, kind)
         return made
