@@ -30,6 +30,7 @@ from .plan import plan
 from .services import scheduler, status
 from .slots import slots
 from .ticks import replay_command, tick
+from .ui import ui_command
 
 __all__ = ["cli", "main"]
 
@@ -70,6 +71,7 @@ cli.add_command(plan)
 cli.add_command(scheduler)
 cli.add_command(status)
 cli.add_command(errors_command)
+cli.add_command(ui_command)
 
 
 def _one_line(text: str) -> str:
