@@ -41,7 +41,8 @@ def letter_filter(
     for each in id:
         if not 1 <= each <= ID_MAX:
             raise InvalidInput(f"id {each} is out of range; dead letter ids are from 1 to {ID_MAX}")
-    return LetterFilter(handler=handler, older_than=older_than, error=error, ids=tuple(id))
+    # An empty form field means "any", as an option left out does.
+    return LetterFilter(handler=handler or None, older_than=older_than or None, error=error or None, ids=tuple(id))
 
 
 class LetterSelection(BaseModel):

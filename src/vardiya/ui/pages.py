@@ -149,5 +149,5 @@ def errors(
 
 def error_page(request: Request, status_code: int, message: str) -> HTMLResponse:
     """A refused request as a page: the one line the CLI would print, and the way back."""
-    return _page(request, "error.html", status_code=status_code, error=message, page=None)
+    return _page(request, "error.html", status_code=status_code, error=message, page=None, code=status_code)
 

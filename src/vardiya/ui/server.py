@@ -26,11 +26,11 @@ from .security import COOKIE, Guard
 __all__ = ["create_app"]
 
 _STATIC = Path(__file__).parent / "static"
-#: Sent with every answer: no framing by other sites, no sniffing, no referrer carrying the token.
+#: Sent with every answer: no framing by other sites, no sniffing, no referrer sent to other sites.
 _HEADERS = {
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
     "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:",
 }
 
