@@ -60,9 +60,9 @@ def page(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         opened = context.new_page()
+        failed_before = request.session.testsfailed
         yield opened
-        report = getattr(request.node, "call_report", None)
-        if report is not None and report.failed:
+        if request.session.testsfailed > failed_before:  # this test's call failed (reported before teardown)
             artefacts = tmp_path / "artefacts"
             artefacts.mkdir(exist_ok=True)
             shot = artefacts / f"{request.node.name}.png"
