@@ -222,3 +222,30 @@ def test_vardiya_ui_refuses_to_start_unsafely(tmp_path: Path) -> None:
     assert_one_line_error(short, "at least 16 characters")
     missing = run_cli("ui", "--db", f"sqlite:///{tmp_path / 'none.db'}", cwd=tmp_path, env={"VARDIYA_UI_TOKEN": TOKEN})
     assert missing.code == 2 and not (tmp_path / "none.db").exists()
+
+
+def test_the_pipeline_pages_and_api_agree_with_the_cli(readonly: Dashboard) -> None:
+    get, spec = readonly.client.get, f"{readonly.cwd / 'meters_app.py'}:grid"
+    assert get("/api/pipelines/grid/status").json() == readonly.cli_json("pipeline", "status", spec)
+    impact = get("/api/pipelines/grid/impact", params={"task": "clean@north"}).json()
+    assert impact == readonly.cli_json("pipeline", "impact", spec, "--task", "clean@north")
+    assert impact["rerun"] == ["clean@north", "report@north"] and impact["blast_radius"] == 1
+    grid = get("/pipelines/grid")
+    assert grid.status_code == 200 and "<svg" in grid.text and 'data-task="clean@north"' in grid.text
+    preview = get("/pipelines/grid/rerun", params={"task": "clean@north"})
+    assert "Blast radius <strong>1</strong>" in preview.text and "<li>report@north</li>" in preview.text
+    assert "Read only" in preview.text and "rerun-confirm" not in preview.text
+    assert "grid" in get("/pipelines").text
+    assert get("/api/pipelines/grid/impact", params={"task": "nope@x"}).json()["error"].startswith("pipeline 'grid' has no task")
+    assert get("/pipelines/nope").status_code == 404
+
+
+def test_a_rerun_from_the_page_runs_exactly_the_listed_tasks(dashboard: Dashboard) -> None:
+    client = dashboard.signed_in()
+    assert client.post("/api/pipelines/grid/rerun", json={"task": "clean@north"}).status_code == 403  # no CSRF
+    assert client.post("/pipelines/grid/rerun", data={"task": "clean@north"}, follow_redirects=False).status_code == 403
+    (dashboard.cwd / "broken_clean").unlink()
+    done = client.post("/pipelines/grid/rerun", data={"task": "clean@north", "csrf": dashboard.guard.csrf}, follow_redirects=False)
+    assert done.status_code == 303 and "2+succeeded%2C+0+failed" in done.headers["location"]
+    states = client.get("/api/pipelines/grid/status").json()["tasks"]
+    assert states["clean@north"] == "succeeded" and states["report@north"] == "succeeded"

@@ -111,10 +111,29 @@ def test_overview_has_live_counts_and_a_dead_letter_redriven_from_the_page_runs_
 def test_the_pages_fit_the_width(served: tuple[str, list[str], Path], page: playwright_api.Page, width: int) -> None:
     url, _options, _directory = served
     page.set_viewport_size({"width": width, "height": 800})
-    for path in ("", "handlers", "errors"):
+    for path in ("", "handlers", "errors", "pipelines", "pipelines/grid"):
         page.goto(url + path)
         expect = playwright_api.expect
         expect(page.locator("header")).to_be_visible()
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 1, f"/{path} is {overflow}px wider than a {width}px window"
         assert page.locator("nav a:has-text('Errors')").is_visible()
+
+
+def test_a_pipeline_rerun_from_the_grid_shows_its_blast_radius_first_then_the_task_turns_green(
+    served: tuple[str, list[str], Path], page: playwright_api.Page,
+) -> None:
+    url, _options, directory = served
+    expect = playwright_api.expect
+    page.goto(f"{url}pipelines?token={TOKEN}")
+    page.click("text=grid")
+    expect(page.locator("#grid svg")).to_be_visible()
+    expect(page.locator("tr[data-task='clean@north'] td[data-state]")).to_have_text("failed")
+    page.click("tr[data-task='clean@north'] a")
+    expect(page.locator("#blast-radius")).to_contain_text("Blast radius 1")
+    expect(page.locator("#rerun-list li")).to_have_text(["clean@north", "report@north"])
+    (directory / "broken_clean").unlink()  # the fix is in: the rerun succeeds
+    page.click("#rerun-confirm")
+    expect(page.locator(".message")).to_contain_text("2 succeeded, 0 failed")
+    expect(page.locator("tr[data-task='clean@north'] td[data-state]")).to_have_text("succeeded")
+    expect(page.locator("tr[data-task='report@north'] td[data-state]")).to_have_text("succeeded")

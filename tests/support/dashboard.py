@@ -14,6 +14,7 @@ APP = '''
 from pathlib import Path
 from vardiya.app import App
 from vardiya.invoke import FixedWait, RetryPolicy
+from vardiya.pipeline import Pipeline, Static, same
 
 app = App("meters")
 BROKEN = Path(__file__).with_name("broken")
@@ -24,6 +25,24 @@ def validate(record, context):
     return {"id": record["id"], "valid": True}
 
 app.handler("validate", model="async", retry=RetryPolicy(max_attempts=2, wait=FixedWait(seconds=0.01)))(validate)
+
+grid = Pipeline("grid")
+
+@grid.stage(partitions=Static(keys=["north", "south"]))
+def load(context):
+    return [{"meter": context.partition, "kwh": 1.5}]
+
+@grid.stage(partitions=Static(keys=["north", "south"]), depends_on={"load": same()})
+def clean(context):
+    if context.partition == "north" and Path(__file__).with_name("broken_clean").exists():
+        raise ValueError("north's readings do not parse")
+    return []
+
+@grid.stage(partitions=Static(keys=["north", "south"]), depends_on={"clean": same()})
+def report(context):
+    return []
+
+app.add_pipeline(grid, root=Path(__file__).parent / "out")
 '''
 
 
@@ -39,4 +58,9 @@ def make_store(directory: Path, records: int = 20) -> list[str]:
     worked = run_cli("worker", "--until-idle", "--json", *options, cwd=directory)
     assert worked.code == 0, worked.stderr
     assert json.loads(worked.stdout)["dead"] == records // 10
+    # the pipeline: clean@north fails (while broken_clean exists), so report@north is blocked
+    (directory / "broken_clean").touch()
+    ran = run_cli("pipeline", "run", f"{directory / 'meters_app.py'}:grid", "--root", "out", "--json", *options, cwd=directory)
+    assert ran.code == 1, ran.stderr
+    assert json.loads(ran.stdout)["failed"] == ["clean@north"]
     return options

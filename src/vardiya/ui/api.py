@@ -151,7 +151,36 @@ def api_handler_metrics(
 @router.get("/pipelines/{name}/status", summary="vardiya pipeline status PIPE --json")
 def api_pipeline_status(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) -> dict[str, Any]:
     """Every task's state and the stale tasks of one of the app's pipelines."""
+    return reports.pipeline_status_document(_known_pipeline(request, name).store, context_of(request).app, name)
+
+
+def _known_pipeline(request: Request, name: str) -> Any:
     ui = context_of(request)
     if ui.app is None or name not in ui.app.pipelines:
         raise HTTPException(404, f"no pipeline {name!r} in the dashboard's app")
-    return reports.pipeline_status_document(ui.store, ui.app, name)
+    return ui
+
+
+Task = Annotated[str, Query(min_length=1, max_length=TEXT_MAX, description="STAGE@PARTITION")]
+
+
+@router.get("/pipelines/{name}/impact", summary="vardiya pipeline impact PIPE --task T --json")
+def api_pipeline_impact(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], task: Task) -> dict[str, Any]:
+    """A task's blast radius and the exact list of tasks a rerun of it would run."""
+    ui = _known_pipeline(request, name)
+    return reports.pipeline_impact_document(ui.app, name, task)
+
+
+class RerunRequest(BaseModel):
+    """``vardiya pipeline rerun``'s task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field(min_length=1, max_length=TEXT_MAX, description="STAGE@PARTITION")
+
+
+@router.post("/pipelines/{name}/rerun", summary="vardiya pipeline rerun PIPE --task T --json", dependencies=[Depends(require_token)])
+def api_pipeline_rerun(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], body: RerunRequest) -> dict[str, Any]:
+    """Invalidate the task and everything downstream of it, and run exactly that set (it waits for the run)."""
+    ui = _known_pipeline(request, name)
+    return reports.pipeline_rerun_document(ui.store, ui.app, name, body.task)

@@ -8,6 +8,7 @@ the page it came from with what was done. htmx only polls the overview's live pa
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -151,3 +152,59 @@ def error_page(request: Request, status_code: int, message: str) -> HTMLResponse
     """A refused request as a page: the one line the CLI would print, and the way back."""
     return _page(request, "error.html", status_code=status_code, error=message, page=None, code=status_code)
 
+
+
+def _pipeline_names(request: Request, name: str | None = None) -> list[str]:
+    app = context_of(request).app
+    names = sorted(app.pipelines) if app else []
+    if name is not None and name not in names:
+        raise HTTPException(404, f"no pipeline {name!r} in the dashboard's app")
+    return names
+
+
+@router.get("/pipelines", response_class=HTMLResponse)
+def pipelines(request: Request) -> HTMLResponse:
+    """The app's pipelines; each links to its grid."""
+    ui = context_of(request)
+    found = []
+    for name in _pipeline_names(request):
+        document = reports.pipeline_status_document(ui.store, ui.app, name)
+        found.append((name, document, Counter(document["tasks"].values())))
+    return _page(request, "pipelines.html", page="pipelines", pipelines=found)
+
+
+@router.get("/pipelines/{name}", response_class=HTMLResponse)
+def pipeline(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) -> HTMLResponse:
+    """The stage x partition grid (the colours of ``pipeline status --plot``) and every task's state."""
+    _pipeline_names(request, name)
+    ui = context_of(request)
+    return _page(
+        request, "pipeline.html", page="pipelines", name=name,
+        status=reports.pipeline_status_document(ui.store, ui.app, name), grid=reports.pipeline_grid(ui.store, ui.app, name),
+    )
+
+
+@router.get("/pipelines/{name}/rerun", response_class=HTMLResponse)
+def rerun_preview(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)],
+    task: Annotated[str, Query(min_length=1, max_length=TEXT_MAX)],
+) -> HTMLResponse:
+    """What a rerun of the task would do, before it does it: its blast radius and the exact task list."""
+    _pipeline_names(request, name)
+    impact = reports.pipeline_impact_document(context_of(request).app, name, task)
+    return _page(request, "rerun.html", page="pipelines", name=name, impact=impact)
+
+
+@router.post("/pipelines/{name}/rerun")
+def rerun(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)],
+    task: Annotated[str, Form(min_length=1, max_length=TEXT_MAX)],
+    csrf: Annotated[str | None, Form()] = None,
+) -> Response:
+    """Rerun what the preview listed (token cookie and CSRF token required); waits for the run."""
+    authorize(request, csrf)
+    _pipeline_names(request, name)
+    ui = context_of(request)
+    result = reports.pipeline_rerun_document(ui.store, ui.app, name, task)
+    return _back(f"/pipelines/{name}", f"rerun {result['run_id']} of {task}: {len(result['succeeded'])} succeeded, "
+                 f"{len(result['failed'])} failed, {len(result['blocked'])} blocked")

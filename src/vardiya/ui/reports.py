@@ -12,6 +12,8 @@ function                               the command whose ``--json`` it is
 ``purge_document``                     ``vardiya dlq purge [--dry-run]``
 ``handler_metrics_document``           ``vardiya invoke metrics HANDLER``
 ``pipeline_status_document``           ``vardiya pipeline status PIPE``
+``pipeline_impact_document``           ``vardiya pipeline impact PIPE --task T``
+``pipeline_rerun_document``            ``vardiya pipeline rerun PIPE --task T``
 =====================================  =========================================
 
 ``handlers_document`` has no single command: it is ``invoke metrics`` for each async and stream
@@ -30,7 +32,10 @@ from ..errors import InvalidInput
 from ..invoke import dlq as letters
 from ..invoke.handlers import Model
 from ..invoke.metrics import store_metrics
+from ..pipeline import build_graph, rerun, task_impact
 from ..pipeline import status as pipeline_status
+from ..pipeline.grid import grid_svg
+from ..schedule.pipelines import ScheduledPipeline
 from ..service.status import status_report
 from ..slots.closed import CLOSED_PERIODS
 from ..store import Store
@@ -45,6 +50,9 @@ __all__ = [
     "errors_document",
     "handler_metrics_document",
     "handlers_document",
+    "pipeline_grid",
+    "pipeline_impact_document",
+    "pipeline_rerun_document",
     "pipeline_status_document",
     "purge_document",
     "redrive_document",
@@ -190,9 +198,35 @@ def handlers_document(store: Store, app: App | None) -> dict[str, Any]:
     ]}
 
 
-def pipeline_status_document(store: Store, app: App | None, name: str) -> dict[str, Any]:
-    """``vardiya pipeline status PIPE --json`` for a pipeline of the app."""
+def _pipeline(app: App | None, name: str) -> ScheduledPipeline:
     if app is None:
         raise InvalidInput("the dashboard was started without --app, so it knows no pipelines")
-    definition = app.get_pipeline(name).pipeline
-    return pipeline_status(store, definition).to_json()
+    return app.get_pipeline(name)
+
+
+def pipeline_status_document(store: Store, app: App | None, name: str) -> dict[str, Any]:
+    """``vardiya pipeline status PIPE --json`` for a pipeline of the app."""
+    return pipeline_status(store, _pipeline(app, name).pipeline).to_json()
+
+
+def pipeline_grid(store: Store, app: App | None, name: str) -> str:
+    """The stage x partition grid coloured by state, the SVG of ``pipeline status --plot``."""
+    definition = _pipeline(app, name).pipeline
+    current = pipeline_status(store, definition)
+    graph = build_graph(definition)
+    return grid_svg(graph, current.tasks, title=f"pipeline {graph.pipeline}: task states", stale=current.stale)
+
+
+def pipeline_impact_document(app: App | None, name: str, task: str) -> dict[str, Any]:
+    """``vardiya pipeline impact PIPE --task T --json``: the blast radius and the exact rerun list."""
+    graph = build_graph(_pipeline(app, name).pipeline)
+    if task not in graph.names:
+        raise InvalidInput(f"pipeline {name!r} has no task {task!r}; a task is STAGE@PARTITION")
+    return task_impact(graph, task).to_json()
+
+
+def pipeline_rerun_document(store: Store, app: App | None, name: str, task: str) -> dict[str, Any]:
+    """``vardiya pipeline rerun PIPE --task T --json``, with the app's root, concurrency and strictness."""
+    entry = _pipeline(app, name)
+    pipeline_impact_document(app, name, task)  # an unknown task is refused before anything is written
+    return rerun(store, entry.pipeline, task, root=entry.root, concurrency=entry.concurrency, strict=entry.strict).to_json()
