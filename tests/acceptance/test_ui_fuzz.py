@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from typing import Any
 
 from tests.support.dashboard import TOKEN, make_store
 from vardiya.app import load_app

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from vardiya.errors import InvalidInput
-from vardiya.ui.security import COOKIE, CSRF_HEADER, Access, Guard, host_name, is_loopback
+from vardiya.ui.security import (
+    COOKIE,
+    CSRF_HEADER,
+    Access,
+    Guard,
+    host_name,
+    is_loopback,
+)
 
 TOKEN = "a-token-of-enough-length"
 
