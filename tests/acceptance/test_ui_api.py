@@ -249,3 +249,17 @@ def test_a_rerun_from_the_page_runs_exactly_the_listed_tasks(dashboard: Dashboar
     assert done.status_code == 303 and "2+succeeded%2C+0+failed" in done.headers["location"]
     states = client.get("/api/pipelines/grid/status").json()["tasks"]
     assert states["clean@north"] == "succeeded" and states["report@north"] == "succeeded"
+
+
+def test_a_task_page_shows_its_attempts_traceback_and_blast_radius(readonly: Dashboard) -> None:
+    get = readonly.client.get
+    task = get("/api/pipelines/grid/tasks/clean@north").json()
+    assert task["state"] == "failed" and task["impact"]["rerun"] == ["clean@north", "report@north"]
+    assert [each["state"] for each in task["attempts"]] == ["failed"]
+    assert "ValueError: north's readings do not parse" in task["failures"][0]["traceback"]
+    assert task["reads"] == []  # the stage reads nothing through context.read; the page says so
+    page = get("/pipelines/grid/tasks/clean@north")
+    assert page.status_code == 200 and "Blast radius 1" in page.text and "do not parse" in page.text
+    assert "no reads recorded" in page.text
+    assert get("/api/pipelines/grid/tasks/nope@x").status_code == 404
+    assert get("/pipelines/grid/tasks/nope@x").status_code == 404

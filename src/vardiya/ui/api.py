@@ -171,6 +171,18 @@ def api_pipeline_impact(request: Request, name: Annotated[str, Path(max_length=T
     return reports.pipeline_impact_document(ui.app, name, task)
 
 
+@router.get("/pipelines/{name}/tasks/{task}", summary="one task: state, attempts, reads, tracebacks, blast radius")
+def api_pipeline_task(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], task: Annotated[str, Path(max_length=TEXT_MAX)]
+) -> dict[str, Any]:
+    """A task's runs (rows, error), what it read, its failures with tracebacks and its blast radius."""
+    ui = _known_pipeline(request, name)
+    try:
+        return reports.pipeline_task_document(ui.store, ui.app, name, task)
+    except InvalidInput as error:
+        raise HTTPException(404, str(error)) from None
+
+
 class RerunRequest(BaseModel):
     """``vardiya pipeline rerun``'s task."""
 

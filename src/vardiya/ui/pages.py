@@ -184,6 +184,20 @@ def pipeline(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) 
     )
 
 
+@router.get("/pipelines/{name}/tasks/{task}", response_class=HTMLResponse)
+def pipeline_task(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], task: Annotated[str, Path(max_length=TEXT_MAX)]
+) -> HTMLResponse:
+    """One task: its runs, rows, reads, error and traceback, its blast radius, and the way to rerun it."""
+    _pipeline_names(request, name)
+    ui = context_of(request)
+    try:
+        document = reports.pipeline_task_document(ui.store, ui.app, name, task)
+    except InvalidInput as error:
+        raise HTTPException(404, str(error)) from None
+    return _page(request, "task.html", page="pipelines", name=name, task=document)
+
+
 @router.get("/pipelines/{name}/rerun", response_class=HTMLResponse)
 def rerun_preview(
     request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)],

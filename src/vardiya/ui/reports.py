@@ -40,6 +40,8 @@ from ..service.status import status_report
 from ..slots.closed import CLOSED_PERIODS
 from ..store import Store
 from ..store.failures import FailureFamily
+from ..store.pipeline_reads import PipelineReads
+from ..store.ui_reads import task_failures
 from ..times import parse_duration, parse_time
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "pipeline_impact_document",
     "pipeline_rerun_document",
     "pipeline_status_document",
+    "pipeline_task_document",
     "purge_document",
     "redrive_document",
     "status_document",
@@ -230,3 +233,32 @@ def pipeline_rerun_document(store: Store, app: App | None, name: str, task: str)
     entry = _pipeline(app, name)
     pipeline_impact_document(app, name, task)  # an unknown task is refused before anything is written
     return rerun(store, entry.pipeline, task, root=entry.root, concurrency=entry.concurrency, strict=entry.strict).to_json()
+
+
+def _time(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def pipeline_task_document(store: Store, app: App | None, name: str, task: str) -> dict[str, Any]:
+    """One task: its state and checkpoint, every attempt (rows, error), what it read, its failures'
+    tracebacks and its blast radius (no single command prints all of it; each part is one's)."""
+    impact = pipeline_impact_document(app, name, task)
+    reads = PipelineReads(store, name)
+    record = reads.task(task)
+    return {
+        "pipeline": name,
+        "task": task,
+        "state": record.state.value if record else "pending",
+        "rows": record.rows if record else None,
+        "output_path": record.output_path if record else None,
+        "materialized_at": _time(record.materialized_at) if record else None,
+        "error": record.error if record else None,
+        "attempts": [
+            {"run_id": each.run_id, "attempt": each.attempt, "state": each.state.value, "started_at": _time(each.started_at),
+             "finished_at": _time(each.finished_at), "rows": each.rows, "error": each.error}
+            for each in reads.history(task=task)
+        ],
+        "reads": [{"run_id": each.run_id, "read": each.read_task, "declared": each.declared} for each in reads.reads(task=task)],
+        "failures": [failure.to_json() for failure in task_failures(store, name, task)],
+        "impact": impact,
+    }
