@@ -15,7 +15,7 @@ def test_a_tasks_failures_are_its_own_newest_first_with_tracebacks(store: Store,
 
     @pipeline.stage(partitions=Static(keys=["north", "south"]))
     def load(context: object) -> list[dict[str, int]]:
-        if getattr(context, "partition") == "north":
+        if context.partition == "north":
             attempts["north"] += 1
             raise OSError(f"meter feed unreachable ({attempts['north']})")
         return []
