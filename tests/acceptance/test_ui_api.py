@@ -263,3 +263,16 @@ def test_a_task_page_shows_its_attempts_traceback_and_blast_radius(readonly: Das
     assert "no reads recorded" in page.text
     assert get("/api/pipelines/grid/tasks/nope@x").status_code == 404
     assert get("/pipelines/grid/tasks/nope@x").status_code == 404
+
+
+def test_the_slot_jobs_page_charts_the_ledger_by_slot_as_the_cli_reports_it(readonly: Dashboard) -> None:
+    get = readonly.client.get
+    api = get("/api/slots/rolling/report", params={"period": "2026-12-01"}).json()
+    assert api == readonly.cli_json("slots", "report", "rolling", "--period", "2026-12-01")
+    assert sum(slot["count"] for slot in api["slots"]) == 10  # the tick ran one slot of four: 10 of 40 records
+    page = get("/slots", params={"job": "rolling", "period": "2026-12-01"})
+    assert page.status_code == 200 and "<svg" in page.text and "period 2026-12-01" in page.text
+    assert get("/slots").status_code == 200
+    assert get("/api/slots/rolling/report", params={"period": "December"}).status_code == 400
+    assert get("/api/slots/nope/report", params={"period": "2026-12-01"}).status_code == 404
+    assert get("/slots", params={"job": "nope"}).status_code == 404

@@ -111,7 +111,7 @@ def test_overview_has_live_counts_and_a_dead_letter_redriven_from_the_page_runs_
 def test_the_pages_fit_the_width(served: tuple[str, list[str], Path], page: playwright_api.Page, width: int) -> None:
     url, _options, _directory = served
     page.set_viewport_size({"width": width, "height": 800})
-    for path in ("", "handlers", "errors", "pipelines", "pipelines/grid"):
+    for path in ("", "handlers", "errors", "slots", "pipelines", "pipelines/grid"):
         page.goto(url + path)
         expect = playwright_api.expect
         expect(page.locator("header")).to_be_visible()
@@ -129,7 +129,10 @@ def test_a_pipeline_rerun_from_the_grid_shows_its_blast_radius_first_then_the_ta
     page.click("text=grid")
     expect(page.locator("#grid svg")).to_be_visible()
     expect(page.locator("tr[data-task='clean@north'] td[data-state]")).to_have_text("failed")
-    page.click("tr[data-task='clean@north'] a")
+    page.click("tr[data-task='clean@north'] a:has-text('clean@north')")  # the task page
+    expect(page.locator("#task-state")).to_have_text("failed")
+    expect(page.locator("details pre").first).to_contain_text("north's readings do not parse")
+    page.click("#task-blast-radius a:has-text('Rerun')")
     expect(page.locator("#blast-radius")).to_contain_text("Blast radius 1")
     expect(page.locator("#rerun-list li")).to_have_text(["clean@north", "report@north"])
     (directory / "broken_clean").unlink()  # the fix is in: the rerun succeeds

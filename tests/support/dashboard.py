@@ -12,6 +12,7 @@ TOKEN = "test-token-0123456789abcdef"
 
 APP = '''
 from pathlib import Path
+from vardiya import IterableSource, SlotScheme
 from vardiya.app import App
 from vardiya.invoke import FixedWait, RetryPolicy
 from vardiya.pipeline import Pipeline, Static, same
@@ -25,6 +26,10 @@ def validate(record, context):
     return {"id": record["id"], "valid": True}
 
 app.handler("validate", model="async", retry=RetryPolicy(max_attempts=2, wait=FixedWait(seconds=0.01)))(validate)
+
+@app.slot_job("rolling", scheme=SlotScheme(slots=4), source=IterableSource(range(40)))
+def rolling(record):
+    pass
 
 grid = Pipeline("grid")
 
@@ -58,6 +63,8 @@ def make_store(directory: Path, records: int = 20) -> list[str]:
     worked = run_cli("worker", "--until-idle", "--json", *options, cwd=directory)
     assert worked.code == 0, worked.stderr
     assert json.loads(worked.stdout)["dead"] == records // 10
+    ticked = run_cli("replay", "rolling", "--from", "2026-12-01T00:00:00Z", "--to", "2026-12-01T06:00:00Z", *options, cwd=directory)
+    assert ticked.code == 0, ticked.stderr
     # the pipeline: clean@north fails (while broken_clean exists), so report@north is blocked
     (directory / "broken_clean").touch()
     ran = run_cli("pipeline", "run", f"{directory / 'meters_app.py'}:grid", "--root", "out", "--json", *options, cwd=directory)

@@ -196,3 +196,15 @@ def api_pipeline_rerun(request: Request, name: Annotated[str, Path(max_length=TE
     """Invalidate the task and everything downstream of it, and run exactly that set (it waits for the run)."""
     ui = _known_pipeline(request, name)
     return reports.pipeline_rerun_document(ui.store, ui.app, name, body.task)
+
+
+@router.get("/slots/{job}/report", summary="vardiya slots report JOB --period P --json")
+def api_slot_report(
+    request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)],
+    period: Annotated[str, Query(min_length=1, max_length=60, description="the period key, e.g. 2026-12-01")],
+) -> dict[str, Any]:
+    """Per-slot load of a slot job in one period, from the ledger."""
+    ui = context_of(request)
+    if ui.app is None or job not in ui.app.slot_jobs:
+        raise HTTPException(404, f"no slot job {job!r} in the dashboard's app")
+    return reports.slot_report_document(ui.store, ui.app, job, period)

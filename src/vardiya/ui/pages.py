@@ -222,3 +222,24 @@ def rerun(
     result = reports.pipeline_rerun_document(ui.store, ui.app, name, task)
     return _back(f"/pipelines/{name}", f"rerun {result['run_id']} of {task}: {len(result['succeeded'])} succeeded, "
                  f"{len(result['failed'])} failed, {len(result['blocked'])} blocked")
+
+
+@router.get("/slots", response_class=HTMLResponse)
+def slot_jobs(
+    request: Request, job: Annotated[str | None, Query(max_length=TEXT_MAX)] = None,
+    period: Annotated[str | None, Query(max_length=60)] = None,
+) -> HTMLResponse:
+    """Each slot job's next tick, lateness and period figures (from ``status``), and one job's ledger by
+    slot as the chart of ``slots report --plot`` (its current period unless ``period`` says)."""
+    ui = context_of(request)
+    jobs = reports.status_document(ui.store, ui.app)["jobs"]
+    chosen = job or (jobs[0]["job"] if jobs else None)
+    chart, report = None, None
+    if chosen is not None:
+        if ui.app is None or chosen not in ui.app.slot_jobs:
+            raise HTTPException(404, f"no slot job {chosen!r} in the dashboard's app")
+        key = period or next((entry["period"] for entry in jobs if entry["job"] == chosen and entry["period"]), None)
+        if key is not None:
+            found = reports.slot_report(ui.store, ui.app, chosen, key)
+            chart, report = reports.slot_report_chart(found), found.to_json()
+    return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, chart=chart, report=report)

@@ -12,6 +12,7 @@ function                               the command whose ``--json`` it is
 ``purge_document``                     ``vardiya dlq purge [--dry-run]``
 ``handler_metrics_document``           ``vardiya invoke metrics HANDLER``
 ``pipeline_status_document``           ``vardiya pipeline status PIPE``
+``slot_report_document``               ``vardiya slots report JOB --period P``
 ``pipeline_impact_document``           ``vardiya pipeline impact PIPE --task T``
 ``pipeline_rerun_document``            ``vardiya pipeline rerun PIPE --task T``
 =====================================  =========================================
@@ -37,7 +38,9 @@ from ..pipeline import status as pipeline_status
 from ..pipeline.grid import grid_svg
 from ..schedule.pipelines import ScheduledPipeline
 from ..service.status import status_report
+from ..slots.chart import report_chart_svg
 from ..slots.closed import CLOSED_PERIODS
+from ..slots.report import LedgerReport, ledger_report
 from ..store import Store
 from ..store.failures import FailureFamily
 from ..store.pipeline_reads import PipelineReads
@@ -59,6 +62,8 @@ __all__ = [
     "pipeline_task_document",
     "purge_document",
     "redrive_document",
+    "slot_report",
+    "slot_report_document",
     "status_document",
 ]
 
@@ -262,3 +267,22 @@ def pipeline_task_document(store: Store, app: App | None, name: str, task: str) 
         "failures": [failure.to_json() for failure in task_failures(store, name, task)],
         "impact": impact,
     }
+
+
+def slot_report(store: Store, app: App | None, job_name: str, period: str) -> LedgerReport:
+    """The per-slot ledger report of a job's period (a bad period key is an ``InvalidInput``)."""
+    if app is None:
+        raise InvalidInput("the dashboard was started without --app, so it knows no slot jobs")
+    job = app.get_slot_job(job_name)
+    job.scheme.period_for_key(period)  # a bad key is refused before the store is read
+    return ledger_report(store, job, period)
+
+
+def slot_report_document(store: Store, app: App | None, job_name: str, period: str) -> dict[str, Any]:
+    """``vardiya slots report JOB --period P --json``."""
+    return slot_report(store, app, job_name, period).to_json()
+
+
+def slot_report_chart(report: LedgerReport) -> str:
+    """The bar chart of ``slots report --plot``, as SVG text."""
+    return report_chart_svg(report)
