@@ -31,6 +31,7 @@ from .plan import plan
 from .services import scheduler, status
 from .slots import slots
 from .ticks import replay_command, tick
+from .ui import ui_command
 
 __all__ = ["cli", "main"]
 
@@ -74,6 +75,7 @@ cli.add_command(errors_command)
 cli.add_command(pause)
 cli.add_command(resume)
 cli.add_command(trigger)
+cli.add_command(ui_command)
 
 
 def _one_line(text: str) -> str:

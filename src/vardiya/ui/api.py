@@ -1,0 +1,210 @@
+"""The JSON API under ``/api/``: each answer is the ``--json`` document of the matching CLI command.
+
+Reads are open to whoever reaches the server (it binds loopback by default); mutations (redrive,
+purge) need the token (``security.py``). Bad input is a 4xx with a message: ``422`` for a parameter
+of the wrong type or range (FastAPI's validation, with ``detail``), ``400`` for a value vardiya refuses
+(``{"error": ...}``, the line the CLI would print), ``404`` for an id or name that is not there.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ConfigurationError, InvalidInput
+from ..slots.closed import CLOSED_PERIODS
+from . import reports
+from .context import context_of, require_token
+from .reports import LetterFilter
+
+__all__ = ["router"]
+
+#: Ids are SQL integers: a larger number cannot name a row, and is refused as bad input.
+ID_MAX = 2**63 - 1
+#: The longest filter text accepted (a handler name, an error fragment, a duration).
+TEXT_MAX = 500
+
+router = APIRouter(prefix="/api", tags=["api"])
+
+Text = Annotated[str | None, Query(max_length=TEXT_MAX)]
+
+
+def letter_filter(
+    handler: Text = None,
+    older_than: Annotated[str | None, Query(max_length=40, description="dead for longer than this, e.g. 72h")] = None,
+    error: Annotated[str | None, Query(max_length=TEXT_MAX, description="the last error contains this")] = None,
+    id: Annotated[list[int], Query(description="only these dead letters (repeatable)")] = [],  # noqa: B006 - FastAPI copies it
+) -> LetterFilter:
+    """The ``dlq`` commands' filters, from the query string."""
+    for each in id:
+        if not 1 <= each <= ID_MAX:
+            raise InvalidInput(f"id {each} is out of range; dead letter ids are from 1 to {ID_MAX}")
+    # An empty form field means "any", as an option left out does.
+    return LetterFilter(handler=handler or None, older_than=older_than or None, error=error or None, ids=tuple(id))
+
+
+class LetterSelection(BaseModel):
+    """Which dead letters a redrive or a purge is about: the ``dlq`` commands' filters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    handler: str | None = Field(default=None, max_length=TEXT_MAX)
+    older_than: str | None = Field(default=None, max_length=40, description="dead for longer than this, e.g. 72h")
+    error: str | None = Field(default=None, max_length=TEXT_MAX, description="the last error contains this")
+    ids: list[Annotated[int, Field(ge=1, le=ID_MAX)]] = Field(default_factory=list, max_length=10_000)
+    dry_run: bool = Field(default=False, description="say what would happen; change nothing")
+
+    def chosen(self) -> LetterFilter:
+        """The selection as the engine's filter."""
+        return LetterFilter(handler=self.handler, older_than=self.older_than, error=self.error, ids=tuple(self.ids))
+
+
+class RedriveRequest(LetterSelection):
+    """``vardiya dlq redrive``'s options."""
+
+    rate_per_s: float | None = Field(default=None, gt=0, le=1_000_000, description="make at most this many items ready per second")
+    max_attempts: int | None = Field(default=None, ge=1, le=1_000_000, description="a new attempt budget")
+
+
+@router.get("/status", summary="vardiya status --json")
+def api_status(
+    request: Request,
+    late_after_s: Annotated[float, Query(ge=0, le=10**9, description="seconds due before an item counts as late")] = 60.0,
+    closed_periods: Annotated[int, Query(ge=0, le=10_000)] = CLOSED_PERIODS,
+) -> dict[str, Any]:
+    """Health, with its reasons, and the work per family: the document of ``vardiya status --json``."""
+    ui = context_of(request)
+    return reports.status_document(ui.store, ui.app, late_after_s=late_after_s, closed_periods=closed_periods)
+
+
+@router.get("/errors", summary="vardiya errors --json")
+def api_errors(
+    request: Request,
+    job: Text = None,
+    handler: Text = None,
+    pipeline: Text = None,
+    since: Annotated[str | None, Query(max_length=60, description="ISO 8601 (naive = UTC) or back from now: 2h, 1d")] = None,
+    limit: Annotated[int, Query(ge=1, le=reports.ERRORS_LIMIT_MAX)] = 20,
+) -> dict[str, Any]:
+    """What failed and why, newest first, with tracebacks."""
+    store = context_of(request).store
+    return reports.errors_document(store, job=job, handler=handler, pipeline=pipeline, since=since, limit=limit)
+
+
+@router.get("/dlq", summary="vardiya dlq list --json")
+def api_dead_letters(request: Request, chosen: Annotated[LetterFilter, Depends(letter_filter)]) -> dict[str, Any]:
+    """Dead letters, oldest first."""
+    return reports.dead_letters_document(context_of(request).store, chosen)
+
+
+@router.get("/dlq/{item_id}", summary="vardiya dlq show ID --json")
+def api_dead_letter(request: Request, item_id: Annotated[int, Path(ge=1, le=ID_MAX)]) -> dict[str, Any]:
+    """One dead letter: its records, every attempt with its traceback, every handler call."""
+    try:
+        return reports.dead_letter_document(context_of(request).store, item_id)
+    except InvalidInput as error:
+        raise HTTPException(404, str(error)) from None
+
+
+@router.post("/dlq/redrive", summary="vardiya dlq redrive --json", dependencies=[Depends(require_token)])
+def api_redrive(request: Request, body: RedriveRequest) -> dict[str, Any]:
+    """Make dead letters ready again (records that already succeeded are skipped); ``dry_run`` previews."""
+    return reports.redrive_document(
+        context_of(request).store, body.chosen(), rate_per_s=body.rate_per_s, max_attempts=body.max_attempts,
+        dry_run=body.dry_run,
+    )
+
+
+@router.post("/dlq/purge", summary="vardiya dlq purge --json", dependencies=[Depends(require_token)])
+def api_purge(request: Request, body: LetterSelection) -> dict[str, Any]:
+    """Delete dead letters and their history for good (a filter is required); ``dry_run`` previews."""
+    return reports.purge_document(context_of(request).store, body.chosen(), dry_run=body.dry_run)
+
+
+@router.get("/handlers", summary="vardiya invoke metrics, for every async and stream handler")
+def api_handlers(request: Request) -> dict[str, Any]:
+    """Each async and stream handler's metrics (calls, processed, extra, dead, co-failed, latency, cost)."""
+    ui = context_of(request)
+    return reports.handlers_document(ui.store, ui.app)
+
+
+@router.get("/handlers/{name}/metrics", summary="vardiya invoke metrics HANDLER --json")
+def api_handler_metrics(
+    request: Request,
+    name: Annotated[str, Path(max_length=TEXT_MAX)],
+    model: Annotated[str | None, Query(pattern="^(async|stream)$")] = None,
+    since: Annotated[str | None, Query(max_length=60, description="ISO 8601, UTC if naive")] = None,
+) -> dict[str, Any]:
+    """One handler's metrics in the store."""
+    ui = context_of(request)
+    if ui.app is None:
+        raise HTTPException(404, "the dashboard was started without --app, so it knows no handlers")
+    try:
+        handler = ui.app.get_handler(name)
+    except ConfigurationError as error:
+        raise HTTPException(404, str(error)) from None
+    return reports.handler_metrics_document(ui.store, ui.app, handler.name, model=model, since=since)
+
+
+@router.get("/pipelines/{name}/status", summary="vardiya pipeline status PIPE --json")
+def api_pipeline_status(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) -> dict[str, Any]:
+    """Every task's state and the stale tasks of one of the app's pipelines."""
+    return reports.pipeline_status_document(_known_pipeline(request, name).store, context_of(request).app, name)
+
+
+def _known_pipeline(request: Request, name: str) -> Any:
+    ui = context_of(request)
+    if ui.app is None or name not in ui.app.pipelines:
+        raise HTTPException(404, f"no pipeline {name!r} in the dashboard's app")
+    return ui
+
+
+Task = Annotated[str, Query(min_length=1, max_length=TEXT_MAX, description="STAGE@PARTITION")]
+
+
+@router.get("/pipelines/{name}/impact", summary="vardiya pipeline impact PIPE --task T --json")
+def api_pipeline_impact(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], task: Task) -> dict[str, Any]:
+    """A task's blast radius and the exact list of tasks a rerun of it would run."""
+    ui = _known_pipeline(request, name)
+    return reports.pipeline_impact_document(ui.app, name, task)
+
+
+@router.get("/pipelines/{name}/tasks/{task}", summary="one task: state, attempts, reads, tracebacks, blast radius")
+def api_pipeline_task(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], task: Annotated[str, Path(max_length=TEXT_MAX)]
+) -> dict[str, Any]:
+    """A task's runs (rows, error), what it read, its failures with tracebacks and its blast radius."""
+    ui = _known_pipeline(request, name)
+    try:
+        return reports.pipeline_task_document(ui.store, ui.app, name, task)
+    except InvalidInput as error:
+        raise HTTPException(404, str(error)) from None
+
+
+class RerunRequest(BaseModel):
+    """``vardiya pipeline rerun``'s task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field(min_length=1, max_length=TEXT_MAX, description="STAGE@PARTITION")
+
+
+@router.post("/pipelines/{name}/rerun", summary="vardiya pipeline rerun PIPE --task T --json", dependencies=[Depends(require_token)])
+def api_pipeline_rerun(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], body: RerunRequest) -> dict[str, Any]:
+    """Invalidate the task and everything downstream of it, and run exactly that set (it waits for the run)."""
+    ui = _known_pipeline(request, name)
+    return reports.pipeline_rerun_document(ui.store, ui.app, name, body.task)
+
+
+@router.get("/slots/{job}/report", summary="vardiya slots report JOB --period P --json")
+def api_slot_report(
+    request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)],
+    period: Annotated[str, Query(min_length=1, max_length=60, description="the period key, e.g. 2026-12-01")],
+) -> dict[str, Any]:
+    """Per-slot load of a slot job in one period, from the ledger."""
+    ui = context_of(request)
+    if ui.app is None or job not in ui.app.slot_jobs:
+        raise HTTPException(404, f"no slot job {job!r} in the dashboard's app")
+    return reports.slot_report_document(ui.store, ui.app, job, period)

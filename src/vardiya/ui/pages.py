@@ -1,0 +1,245 @@
+"""The dashboard's HTML pages: Jinja2 templates over the same documents the API returns.
+
+Every page renders one or more ``reports`` documents and nothing else, so what a page says, the API
+and the CLI's ``--json`` say too. Mutations are plain HTML forms (they work without JavaScript):
+a preview page first (the dry run), then a POST with the CSRF token, answered by a redirect (303) to
+the page it came from with what was done. htmx only polls the overview's live part.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path as FilePath
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from ..errors import InvalidInput
+from . import reports
+from .api import ID_MAX, TEXT_MAX, letter_filter
+from .context import authorize, context_of, signed_in
+from .reports import LetterFilter
+
+__all__ = ["REFRESH_S", "router", "templates"]
+
+#: How often the overview's live part is fetched again, in seconds.
+REFRESH_S = 5
+
+templates = Jinja2Templates(directory=FilePath(__file__).parent / "templates")
+router = APIRouter(include_in_schema=False)
+
+
+def _page(request: Request, template: str, status_code: int = 200, **values: Any) -> HTMLResponse:
+    ui = context_of(request)
+    values.setdefault("message", request.query_params.get("done"))
+    return templates.TemplateResponse(
+        request, template, {
+            "signed_in": signed_in(request), "csrf": ui.guard.csrf, "app_name": ui.app.name if ui.app else None,
+            "store_url": ui.store.url, "refresh_s": REFRESH_S, **values,
+        }, status_code=status_code,
+    )
+
+
+def _back(path: str, message: str) -> RedirectResponse:
+    return RedirectResponse(f"{path}?{urlencode({'done': message})}", status_code=303)
+
+
+@router.get("/", response_class=HTMLResponse)
+def overview(request: Request) -> HTMLResponse:
+    """Health with its reasons, the work per family, jobs, pipelines, schedules: ``vardiya status``."""
+    ui = context_of(request)
+    return _page(request, "overview.html", status=reports.status_document(ui.store, ui.app), page="overview")
+
+
+@router.get("/fragments/overview", response_class=HTMLResponse)
+def overview_fragment(request: Request) -> HTMLResponse:
+    """The overview's live part, which htmx fetches every ``REFRESH_S`` seconds."""
+    ui = context_of(request)
+    return _page(request, "_overview.html", status=reports.status_document(ui.store, ui.app))
+
+
+@router.get("/handlers", response_class=HTMLResponse)
+def handlers(request: Request, chosen: Annotated[LetterFilter, Depends(letter_filter)]) -> HTMLResponse:
+    """Per-handler metrics and the dead letters, filtered as ``vardiya dlq list`` filters them."""
+    ui = context_of(request)
+    return _page(
+        request, "handlers.html", page="handlers", handlers=reports.handlers_document(ui.store, ui.app)["handlers"],
+        letters=reports.dead_letters_document(ui.store, chosen), chosen=chosen,
+        query=urlencode(chosen.query(), doseq=True),
+    )
+
+
+@router.get("/dead-letters/{item_id}", response_class=HTMLResponse)
+def dead_letter(request: Request, item_id: Annotated[int, Path(ge=1, le=ID_MAX)]) -> HTMLResponse:
+    """One dead letter: its records, its attempts with their tracebacks, redrive and purge."""
+    try:
+        document = reports.dead_letter_document(context_of(request).store, item_id)
+    except InvalidInput as error:
+        raise HTTPException(404, str(error)) from None
+    return _page(request, "dead_letter.html", page="handlers", letter=document)
+
+
+@router.get("/handlers/redrive", response_class=HTMLResponse)
+def redrive_preview(
+    request: Request, chosen: Annotated[LetterFilter, Depends(letter_filter)],
+    rate: Annotated[float | None, Query(gt=0, le=1_000_000)] = None,
+) -> HTMLResponse:
+    """The dry run of a redrive: how many letters and records, how many records already succeeded."""
+    preview = reports.redrive_document(context_of(request).store, chosen, rate_per_s=rate, dry_run=True)
+    return _page(request, "redrive.html", page="handlers", preview=preview, chosen=chosen, rate=rate)
+
+
+@router.post("/handlers/redrive")
+def redrive(
+    request: Request,
+    csrf: Annotated[str | None, Form()] = None,
+    handler: Annotated[str | None, Form(max_length=TEXT_MAX)] = None,
+    older_than: Annotated[str | None, Form(max_length=40)] = None,
+    error: Annotated[str | None, Form(max_length=TEXT_MAX)] = None,
+    id: Annotated[list[int], Form()] = [],  # noqa: B006 - FastAPI copies it
+    rate: Annotated[float | None, Form(gt=0, le=1_000_000)] = None,
+) -> Response:
+    """Redrive what the preview showed (the token's cookie and the form's CSRF token are required)."""
+    authorize(request, csrf)
+    chosen = letter_filter(handler=handler or None, older_than=older_than or None, error=error or None, id=id)
+    report = reports.redrive_document(context_of(request).store, chosen, rate_per_s=rate)
+    return _back("/handlers", f"redrove {report['items']} dead letter(s), {report['records']} record(s); "
+                 f"{report['already_succeeded']} record(s) had already succeeded and will be skipped")
+
+
+@router.get("/handlers/purge", response_class=HTMLResponse)
+def purge_preview(request: Request, chosen: Annotated[LetterFilter, Depends(letter_filter)]) -> HTMLResponse:
+    """The dry run of a purge: what would be deleted for good."""
+    preview = reports.purge_document(context_of(request).store, chosen, dry_run=True)
+    return _page(request, "purge.html", page="handlers", preview=preview, chosen=chosen)
+
+
+@router.post("/handlers/purge")
+def purge(
+    request: Request,
+    csrf: Annotated[str | None, Form()] = None,
+    handler: Annotated[str | None, Form(max_length=TEXT_MAX)] = None,
+    older_than: Annotated[str | None, Form(max_length=40)] = None,
+    error: Annotated[str | None, Form(max_length=TEXT_MAX)] = None,
+    id: Annotated[list[int], Form()] = [],  # noqa: B006 - FastAPI copies it
+) -> Response:
+    """Purge what the preview showed (the token's cookie and the form's CSRF token are required)."""
+    authorize(request, csrf)
+    chosen = letter_filter(handler=handler or None, older_than=older_than or None, error=error or None, id=id)
+    report = reports.purge_document(context_of(request).store, chosen)
+    return _back("/handlers", f"purged {report['items']} dead letter(s), {report['records']} record(s)")
+
+
+@router.get("/errors", response_class=HTMLResponse)
+def errors(
+    request: Request,
+    family: Annotated[str | None, Query(pattern="^(job|handler|pipeline)?$")] = None,
+    name: Annotated[str | None, Query(max_length=TEXT_MAX)] = None,
+    since: Annotated[str | None, Query(max_length=60)] = None,
+    limit: Annotated[int, Query(ge=1, le=reports.ERRORS_LIMIT_MAX)] = 50,
+) -> HTMLResponse:
+    """The failures, newest first, each with its traceback: ``vardiya errors --traceback``."""
+    named = {family: name or None} if family and name else {}
+    document = reports.errors_document(context_of(request).store, since=since or None, limit=limit, **named)
+    return _page(request, "errors.html", page="errors", failures=document["failures"], family=family or "",
+                 named=name or "", since=since or "", limit=limit)
+
+
+def error_page(request: Request, status_code: int, message: str) -> HTMLResponse:
+    """A refused request as a page: the one line the CLI would print, and the way back."""
+    return _page(request, "error.html", status_code=status_code, error=message, page=None, code=status_code)
+
+
+
+def _pipeline_names(request: Request, name: str | None = None) -> list[str]:
+    app = context_of(request).app
+    names = sorted(app.pipelines) if app else []
+    if name is not None and name not in names:
+        raise HTTPException(404, f"no pipeline {name!r} in the dashboard's app")
+    return names
+
+
+@router.get("/pipelines", response_class=HTMLResponse)
+def pipelines(request: Request) -> HTMLResponse:
+    """The app's pipelines; each links to its grid."""
+    ui = context_of(request)
+    found = []
+    for name in _pipeline_names(request):
+        document = reports.pipeline_status_document(ui.store, ui.app, name)
+        found.append((name, document, Counter(document["tasks"].values())))
+    return _page(request, "pipelines.html", page="pipelines", pipelines=found)
+
+
+@router.get("/pipelines/{name}", response_class=HTMLResponse)
+def pipeline(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) -> HTMLResponse:
+    """The stage x partition grid (the colours of ``pipeline status --plot``) and every task's state."""
+    _pipeline_names(request, name)
+    ui = context_of(request)
+    return _page(
+        request, "pipeline.html", page="pipelines", name=name,
+        status=reports.pipeline_status_document(ui.store, ui.app, name), grid=reports.pipeline_grid(ui.store, ui.app, name),
+    )
+
+
+@router.get("/pipelines/{name}/tasks/{task}", response_class=HTMLResponse)
+def pipeline_task(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], task: Annotated[str, Path(max_length=TEXT_MAX)]
+) -> HTMLResponse:
+    """One task: its runs, rows, reads, error and traceback, its blast radius, and the way to rerun it."""
+    _pipeline_names(request, name)
+    ui = context_of(request)
+    try:
+        document = reports.pipeline_task_document(ui.store, ui.app, name, task)
+    except InvalidInput as error:
+        raise HTTPException(404, str(error)) from None
+    return _page(request, "task.html", page="pipelines", name=name, task=document)
+
+
+@router.get("/pipelines/{name}/rerun", response_class=HTMLResponse)
+def rerun_preview(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)],
+    task: Annotated[str, Query(min_length=1, max_length=TEXT_MAX)],
+) -> HTMLResponse:
+    """What a rerun of the task would do, before it does it: its blast radius and the exact task list."""
+    _pipeline_names(request, name)
+    impact = reports.pipeline_impact_document(context_of(request).app, name, task)
+    return _page(request, "rerun.html", page="pipelines", name=name, impact=impact)
+
+
+@router.post("/pipelines/{name}/rerun")
+def rerun(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)],
+    task: Annotated[str, Form(min_length=1, max_length=TEXT_MAX)],
+    csrf: Annotated[str | None, Form()] = None,
+) -> Response:
+    """Rerun what the preview listed (token cookie and CSRF token required); waits for the run."""
+    authorize(request, csrf)
+    _pipeline_names(request, name)
+    ui = context_of(request)
+    result = reports.pipeline_rerun_document(ui.store, ui.app, name, task)
+    return _back(f"/pipelines/{name}", f"rerun {result['run_id']} of {task}: {len(result['succeeded'])} succeeded, "
+                 f"{len(result['failed'])} failed, {len(result['blocked'])} blocked")
+
+
+@router.get("/slots", response_class=HTMLResponse)
+def slot_jobs(
+    request: Request, job: Annotated[str | None, Query(max_length=TEXT_MAX)] = None,
+    period: Annotated[str | None, Query(max_length=60)] = None,
+) -> HTMLResponse:
+    """Each slot job's next tick, lateness and period figures (from ``status``), and one job's ledger by
+    slot as the chart of ``slots report --plot`` (its current period unless ``period`` says)."""
+    ui = context_of(request)
+    jobs = reports.status_document(ui.store, ui.app)["jobs"]
+    chosen = job or (jobs[0]["job"] if jobs else None)
+    chart, report = None, None
+    if chosen is not None:
+        if ui.app is None or chosen not in ui.app.slot_jobs:
+            raise HTTPException(404, f"no slot job {chosen!r} in the dashboard's app")
+        key = period or next((entry["period"] for entry in jobs if entry["job"] == chosen and entry["period"]), None)
+        if key is not None:
+            found = reports.slot_report(ui.store, ui.app, chosen, key)
+            chart, report = reports.slot_report_chart(found), found.to_json()
+    return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, chart=chart, report=report)

@@ -1,0 +1,288 @@
+"""The documents the dashboard shows: each one the ``--json`` document of a CLI command, built by the
+same engine functions from the same options, so a page, ``/api/...`` and the command never disagree.
+
+=====================================  =========================================
+function                               the command whose ``--json`` it is
+=====================================  =========================================
+``status_document``                    ``vardiya status``
+``errors_document``                    ``vardiya errors``
+``dead_letters_document``              ``vardiya dlq list``
+``dead_letter_document``               ``vardiya dlq show ID``
+``redrive_document``                   ``vardiya dlq redrive [--dry-run]``
+``purge_document``                     ``vardiya dlq purge [--dry-run]``
+``handler_metrics_document``           ``vardiya invoke metrics HANDLER``
+``pipeline_status_document``           ``vardiya pipeline status PIPE``
+``slot_report_document``               ``vardiya slots report JOB --period P``
+``pipeline_impact_document``           ``vardiya pipeline impact PIPE --task T``
+``pipeline_rerun_document``            ``vardiya pipeline rerun PIPE --task T``
+=====================================  =========================================
+
+``handlers_document`` has no single command: it is ``invoke metrics`` for each async and stream
+handler of the app, in one list. ``tests/acceptance/test_ui_api.py`` compares each with the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..app import App
+from ..errors import InvalidInput
+from ..invoke import dlq as letters
+from ..invoke.handlers import Model
+from ..invoke.metrics import store_metrics
+from ..pipeline import build_graph, rerun, task_impact
+from ..pipeline import status as pipeline_status
+from ..pipeline.grid import grid_svg
+from ..schedule.pipelines import ScheduledPipeline
+from ..service.status import status_report
+from ..slots.chart import report_chart_svg
+from ..slots.closed import CLOSED_PERIODS
+from ..slots.report import LedgerReport, ledger_report
+from ..store import Store
+from ..store.failures import FailureFamily
+from ..store.pipeline_reads import PipelineReads
+from ..store.ui_reads import task_failures
+from ..times import parse_duration, parse_time
+
+__all__ = [
+    "ERRORS_LIMIT_MAX",
+    "LetterFilter",
+    "dead_letter_document",
+    "dead_letters_document",
+    "errors_document",
+    "handler_metrics_document",
+    "handlers_document",
+    "pipeline_grid",
+    "pipeline_impact_document",
+    "pipeline_rerun_document",
+    "pipeline_status_document",
+    "pipeline_task_document",
+    "purge_document",
+    "redrive_document",
+    "slot_report",
+    "slot_report_document",
+    "status_document",
+]
+
+#: The most failures one listing shows (as ``vardiya errors --limit``).
+ERRORS_LIMIT_MAX = 10_000
+
+
+def status_document(
+    store: Store, app: App | None, *, late_after_s: float = 60.0, closed_periods: int = CLOSED_PERIODS
+) -> dict[str, Any]:
+    """``vardiya status --json``."""
+    if late_after_s < 0:
+        raise InvalidInput(f"late_after_s must be 0 or more seconds, got {late_after_s}")
+    if closed_periods < 0:
+        raise InvalidInput(f"closed_periods must be 0 or more, got {closed_periods}")
+    return status_report(store, app, late_after=timedelta(seconds=late_after_s), closed_periods=closed_periods)
+
+
+def _since(text: str | None, now: datetime) -> datetime | None:
+    """An ISO 8601 time (naive = UTC) or a duration back from now (``2h``, ``1d``), as ``errors --since``."""
+    if text is None:
+        return None
+    if text[:1].isdigit() and not any(mark in text for mark in "-:T"):
+        return now - parse_duration(text, what="since")
+    return parse_time(text, tz="UTC", what="since")
+
+
+def errors_document(
+    store: Store, *, job: str | None = None, handler: str | None = None, pipeline: str | None = None,
+    since: str | None = None, limit: int = 20,
+) -> dict[str, Any]:
+    """``vardiya errors --json``: failures newest first, with their tracebacks."""
+    given = [(family, name) for family, name in (
+        (FailureFamily.JOB, job), (FailureFamily.HANDLER, handler), (FailureFamily.PIPELINE, pipeline),
+    ) if name is not None]
+    if len(given) > 1:
+        raise InvalidInput("give at most one of job, handler and pipeline")
+    if not 1 <= limit <= ERRORS_LIMIT_MAX:
+        raise InvalidInput(f"limit {limit} is out of range; give a number from 1 to {ERRORS_LIMIT_MAX}")
+    family, name = given[0] if given else (None, None)
+    moment = _since(since, store.clock.now())
+    found = store.failures.listing(family=family, name=name, since=moment, limit=limit)
+    return {"failures": [failure.to_json() for failure in found], "limit": limit}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LetterFilter:
+    """Which dead letters a listing, a redrive or a purge is about (the ``dlq`` commands' filters)."""
+
+    handler: str | None = None
+    older_than: str | None = None
+    error: str | None = None
+    ids: Sequence[int] = ()
+
+    @property
+    def older_than_s(self) -> float | None:
+        """``older_than`` (``72h``) in seconds; a bad duration is an ``InvalidInput``."""
+        if self.older_than is None:
+            return None
+        return parse_duration(self.older_than, what="older_than").total_seconds()
+
+    @property
+    def empty(self) -> bool:
+        """Whether nothing narrows the selection (a purge refuses that)."""
+        return not (self.handler or self.older_than or self.error or self.ids)
+
+    def query(self) -> dict[str, Any]:
+        """The filter as query parameters, for links and forms that carry it on."""
+        found: dict[str, Any] = {}
+        for name in ("handler", "older_than", "error"):
+            value = getattr(self, name)
+            if value:
+                found[name] = value
+        if self.ids:
+            found["id"] = list(self.ids)
+        return found
+
+
+def dead_letters_document(store: Store, chosen: LetterFilter) -> dict[str, Any]:
+    """``vardiya dlq list --json``."""
+    found = letters.dead_letters(
+        store, handler=chosen.handler, older_than_s=chosen.older_than_s, error=chosen.error, ids=chosen.ids or None
+    )
+    return {"dead_letters": [letter.to_json() for letter in found], "total": len(found),
+            "records": sum(letter.records for letter in found)}
+
+
+def dead_letter_document(store: Store, item_id: int) -> dict[str, Any]:
+    """``vardiya dlq show ID --json``: records, every attempt with its traceback, handler calls."""
+    document = letters.show(store, item_id)
+    for attempt, text in zip(document["history"], store.failures.attempt_tracebacks(item_id)):
+        attempt["traceback"] = text
+    return document
+
+
+def redrive_document(
+    store: Store, chosen: LetterFilter, *, rate_per_s: float | None = None, max_attempts: int | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """``vardiya dlq redrive --json``; with ``dry_run`` the preview: how many records already succeeded."""
+    age = chosen.older_than_s
+    letters.check_redrive(rate_per_s=rate_per_s, max_attempts=max_attempts)
+    report = letters.redrive(
+        store, handler=chosen.handler, older_than_s=age, error=chosen.error, ids=chosen.ids or None,
+        rate_per_s=rate_per_s, max_attempts=max_attempts, dry_run=dry_run,
+    )
+    return report.to_json()
+
+
+def purge_document(store: Store, chosen: LetterFilter, *, dry_run: bool = False) -> dict[str, Any]:
+    """``vardiya dlq purge --json``; refuses an empty filter, as the command does (it deletes for good)."""
+    if chosen.empty:
+        raise InvalidInput("purge deletes for good: name what to purge with handler, older_than, error or id")
+    age = chosen.older_than_s
+    return dict(letters.purge(
+        store, handler=chosen.handler, older_than_s=age, error=chosen.error, ids=chosen.ids or None, dry_run=dry_run
+    ))
+
+
+def handler_metrics_document(
+    store: Store, app: App, name: str, *, model: str | None = None, since: str | None = None
+) -> dict[str, Any]:
+    """``vardiya invoke metrics HANDLER --json``."""
+    handler = app.get_handler(name)
+    if model is not None and model not in (Model.ASYNC.value, Model.STREAM.value):
+        raise InvalidInput(f"model must be async or stream, got {model!r}")
+    if model is None and handler.model is Model.SYNC:
+        raise InvalidInput(f"handler {name!r} is sync, which leaves no metrics in the store; pass model async or stream")
+    start = parse_time(since, tz="UTC", what="since") if since else None
+    return store_metrics(store, handler.with_model(model) if model else handler, since=start).to_json()
+
+
+def handlers_document(store: Store, app: App | None) -> dict[str, Any]:
+    """The metrics of every async and stream handler of the app (sync ones leave none in the store)."""
+    if app is None:
+        return {"handlers": []}
+    return {"handlers": [
+        handler_metrics_document(store, app, name)
+        for name in sorted(app.handlers) if app.handlers[name].model is not Model.SYNC
+    ]}
+
+
+def _pipeline(app: App | None, name: str) -> ScheduledPipeline:
+    if app is None:
+        raise InvalidInput("the dashboard was started without --app, so it knows no pipelines")
+    return app.get_pipeline(name)
+
+
+def pipeline_status_document(store: Store, app: App | None, name: str) -> dict[str, Any]:
+    """``vardiya pipeline status PIPE --json`` for a pipeline of the app."""
+    return pipeline_status(store, _pipeline(app, name).pipeline).to_json()
+
+
+def pipeline_grid(store: Store, app: App | None, name: str) -> str:
+    """The stage x partition grid coloured by state, the SVG of ``pipeline status --plot``."""
+    definition = _pipeline(app, name).pipeline
+    current = pipeline_status(store, definition)
+    graph = build_graph(definition)
+    return grid_svg(graph, current.tasks, title=f"pipeline {graph.pipeline}: task states", stale=current.stale)
+
+
+def pipeline_impact_document(app: App | None, name: str, task: str) -> dict[str, Any]:
+    """``vardiya pipeline impact PIPE --task T --json``: the blast radius and the exact rerun list."""
+    graph = build_graph(_pipeline(app, name).pipeline)
+    if task not in graph.names:
+        raise InvalidInput(f"pipeline {name!r} has no task {task!r}; a task is STAGE@PARTITION")
+    return task_impact(graph, task).to_json()
+
+
+def pipeline_rerun_document(store: Store, app: App | None, name: str, task: str) -> dict[str, Any]:
+    """``vardiya pipeline rerun PIPE --task T --json``, with the app's root, concurrency and strictness."""
+    entry = _pipeline(app, name)
+    pipeline_impact_document(app, name, task)  # an unknown task is refused before anything is written
+    return rerun(store, entry.pipeline, task, root=entry.root, concurrency=entry.concurrency, strict=entry.strict).to_json()
+
+
+def _time(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def pipeline_task_document(store: Store, app: App | None, name: str, task: str) -> dict[str, Any]:
+    """One task: its state and checkpoint, every attempt (rows, error), what it read, its failures'
+    tracebacks and its blast radius (no single command prints all of it; each part is one's)."""
+    impact = pipeline_impact_document(app, name, task)
+    reads = PipelineReads(store, name)
+    record = reads.task(task)
+    return {
+        "pipeline": name,
+        "task": task,
+        "state": record.state.value if record else "pending",
+        "rows": record.rows if record else None,
+        "output_path": record.output_path if record else None,
+        "materialized_at": _time(record.materialized_at) if record else None,
+        "error": record.error if record else None,
+        "attempts": [
+            {"run_id": each.run_id, "attempt": each.attempt, "state": each.state.value, "started_at": _time(each.started_at),
+             "finished_at": _time(each.finished_at), "rows": each.rows, "error": each.error}
+            for each in reads.history(task=task)
+        ],
+        "reads": [{"run_id": each.run_id, "read": each.read_task, "declared": each.declared} for each in reads.reads(task=task)],
+        "failures": [failure.to_json() for failure in task_failures(store, name, task)],
+        "impact": impact,
+    }
+
+
+def slot_report(store: Store, app: App | None, job_name: str, period: str) -> LedgerReport:
+    """The per-slot ledger report of a job's period (a bad period key is an ``InvalidInput``)."""
+    if app is None:
+        raise InvalidInput("the dashboard was started without --app, so it knows no slot jobs")
+    job = app.get_slot_job(job_name)
+    job.scheme.period_for_key(period)  # a bad key is refused before the store is read
+    return ledger_report(store, job, period)
+
+
+def slot_report_document(store: Store, app: App | None, job_name: str, period: str) -> dict[str, Any]:
+    """``vardiya slots report JOB --period P --json``."""
+    return slot_report(store, app, job_name, period).to_json()
+
+
+def slot_report_chart(report: LedgerReport) -> str:
+    """The bar chart of ``slots report --plot``, as SVG text."""
+    return report_chart_svg(report)

@@ -1,0 +1,123 @@
+"""The dashboard as an ASGI application: ``create_app(store, app, guard)``, served by ``vardiya ui``.
+
+FastAPI gives the JSON API its validation (bad parameters are 422 with a message) and its OpenAPI
+document (``/api/openapi.json``, which the test suite fuzzes with schemathesis); Jinja2 renders the
+pages; htmx (vendored in ``static/``) refreshes the overview. Everything ships inside the wheel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import (
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
+from fastapi.staticfiles import StaticFiles
+
+from .. import __version__
+from ..app import App
+from ..errors import StoreError, VardiyaError
+from ..store import Store
+from . import api, pages
+from .context import UiContext
+from .security import COOKIE, Guard
+
+__all__ = ["create_app"]
+
+_STATIC = Path(__file__).parent / "static"
+#: Sent with every answer: no framing by other sites, no sniffing, no referrer sent to other sites.
+_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:",
+}
+
+
+def _wants_html(request: Request) -> bool:
+    return not request.url.path.startswith("/api/")
+
+
+def create_app(store: Store, app: App | None, guard: Guard) -> FastAPI:
+    """The dashboard over ``store`` (kept open by the caller), for ``app``'s jobs, handlers, pipelines."""
+    server = FastAPI(
+        title="vardiya dashboard API",
+        version=__version__,
+        description="The JSON of each endpoint is the `--json` document of the matching `vardiya` command.",
+        openapi_url="/api/openapi.json",
+        docs_url="/api/docs",
+        redoc_url=None,
+    )
+    server.state.ui = UiContext(store=store, app=app, guard=guard)
+    server.mount("/static", StaticFiles(directory=_STATIC), name="static")
+    server.include_router(api.router)
+    server.include_router(pages.router)
+
+    @server.middleware("http")
+    async def guard_requests(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        """Answer only this server's names (DNS rebinding), take the token from a start URL, add headers."""
+        if not guard.host_allowed(request.headers.get("host")):
+            return PlainTextResponse(
+                "this dashboard answers only the names it was started for (see vardiya ui --allowed-host)",
+                status_code=400,
+            )
+        offered = request.query_params.get("token")
+        if offered is not None and request.method == "GET" and not request.url.path.startswith("/api/"):
+            if not guard.matches(offered):
+                return PlainTextResponse("the token in this URL is not this dashboard's", status_code=403)
+            # The token moves from the URL (history, logs) into an HttpOnly cookie at once.
+            answer: Response = RedirectResponse(request.url.path, status_code=303)
+            answer.set_cookie(COOKIE, offered, httponly=True, samesite="strict", path="/")
+        else:
+            answer = await call_next(request)
+        for name, value in _HEADERS.items():
+            answer.headers.setdefault(name, value)
+        return answer
+
+    @server.exception_handler(StoreError)
+    async def store_failed(request: Request, error: StoreError) -> Response:
+        return _refuse(request, 503, str(error))
+
+    @server.exception_handler(VardiyaError)
+    async def refused(request: Request, error: VardiyaError) -> Response:
+        return _refuse(request, 400, str(error))
+
+    @server.exception_handler(HTTPException)
+    async def http_refused(request: Request, error: HTTPException) -> Response:
+        response = _refuse(request, error.status_code, str(error.detail))
+        for name, value in (error.headers or {}).items():
+            response.headers[name] = value
+        return response
+
+    @server.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError) -> Response:
+        if _wants_html(request):
+            lines = [f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}" for item in error.errors()]
+            return pages.error_page(request, 422, "; ".join(lines))
+        return JSONResponse({"detail": _plain(error.errors())}, status_code=422)
+
+    return server
+
+
+def _plain(errors: object) -> object:
+    """Validation errors as JSON can carry them (a rejected value may be bytes or an exception)."""
+    if isinstance(errors, dict):
+        return {key: _plain(value) for key, value in errors.items() if key != "ctx"}
+    if isinstance(errors, (list, tuple)):
+        return [_plain(value) for value in errors]
+    if isinstance(errors, (str, int, float, bool)) or errors is None:
+        return errors
+    return str(errors)
+
+
+def _refuse(request: Request, status_code: int, message: str) -> Response:
+    text = " ".join(message.split())
+    if _wants_html(request):
+        return pages.error_page(request, status_code, text)
+    return JSONResponse({"error": text}, status_code=status_code)
