@@ -173,3 +173,22 @@ def test_a_limited_claim_needs_its_kinds(store: Store) -> None:
     limits = claim_limits(_limited_app("1/s").handlers.values())
     with pytest.raises(InvalidInput, match="needs the kinds"):
         store.items.claim(10, owner="w", lease=30, limits=limits)
+
+
+def test_migration_0013_keeps_items_and_their_history_both_ways(store: Store) -> None:
+    """Down to 0010 and up again: every item and attempt row is kept, and the items come back in 'default'."""
+    from tests.support.migrations import at_revision
+    from vardiya.store.schema import attempts
+
+    app = _queued_app([])
+    Invoker(store, app).submit_many("mail", [{"n": n} for n in range(3)])
+    item = store.items.claim(1, owner="w", lease=30)[0]
+    store.items.fail(item.id, owner="w", error="boom", retry_at=store.clock.now())
+    with at_revision(store, "0010") as connection:
+        columns = {column["name"] for column in sa.inspect(connection).get_columns("work_items")}
+        assert "queue" not in columns
+        assert "rate_buckets" not in sa.inspect(connection).get_table_names()
+        assert connection.execute(sa.select(sa.func.count()).select_from(attempts)).scalar() == 1
+    assert len(store.items.list()) == 3
+    assert _queues(store) == {"default": {"call:mail"}}
+    assert store.items.history(item.id)[0].error == "boom"

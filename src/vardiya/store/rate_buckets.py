@@ -90,9 +90,13 @@ def limited_claim(
         limit, bucket_kinds = buckets[name]
         execute(insert, (name, float(limit.capacity), t_now))
         tokens, refilled_at = execute(select, (name,))[0]
-        tokens = refill(float(tokens), now_s - _seconds(refilled_at), limit.per_second, limit.capacity)
+        refilled_s = _seconds(refilled_at)
+        tokens = refill(float(tokens), now_s - refilled_s, limit.per_second, limit.capacity)
         allowed = min(math.floor(tokens + 1e-9), n - len(rows))
         taken = claim(allowed, bucket_kinds) if allowed > 0 else []
         rows.extend(taken)
-        execute(update, (max(0.0, tokens - len(taken)), t_now, name))
+        # ``now`` was read before this claim waited for the bucket: a claim that took the lock first may
+        # have refilled it up to a later time. Never move the refill time back, or that span would be
+        # refilled twice.
+        execute(update, (max(0.0, tokens - len(taken)), t_now if now_s >= refilled_s else refilled_at, name))
     return rows

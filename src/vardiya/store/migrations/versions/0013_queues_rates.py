@@ -48,5 +48,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("rate_buckets")
     op.drop_index("ix_work_items_queue_ready", table_name="work_items")
-    with op.batch_alter_table("work_items") as batch:
-        batch.drop_column("queue")
+    # ALTER TABLE ... DROP COLUMN, not a batch rebuild: rebuilding work_items on SQLite would cascade
+    # to the tables whose foreign keys refer to it (their history and call-log rows).
+    op.drop_column("work_items", "queue")
