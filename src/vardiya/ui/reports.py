@@ -154,7 +154,7 @@ def dead_letters_document(store: Store, chosen: LetterFilter) -> dict[str, Any]:
 def dead_letter_document(store: Store, item_id: int) -> dict[str, Any]:
     """``vardiya dlq show ID --json``: records, every attempt with its traceback, handler calls."""
     document = letters.show(store, item_id)
-    for attempt, text in zip(document["history"], store.failures.attempt_tracebacks(item_id)):
+    for attempt, text in zip(document["history"], store.failures.attempt_tracebacks(item_id), strict=False):
         attempt["traceback"] = text
     return document
 
