@@ -195,10 +195,11 @@ class Handle:
 
 @dataclass(frozen=True, kw_only=True)
 class CallStatus:
-    """Where an async invocation stands."""
+    """Where an async invocation stands; ``queue`` is the named queue it waits in (``default``)."""
 
     id: int
     handler: str
+    queue: str
     state: ItemState
     attempts: int
     max_attempts: int
@@ -338,6 +339,7 @@ class Invoker:
         return CallStatus(
             id=item.id,
             handler=item.kind.split(":", 1)[1],
+            queue=store.items.queue_of(item.id) or "default",
             state=item.state,
             attempts=item.attempts,
             max_attempts=item.max_attempts,

@@ -69,6 +69,15 @@ class ItemReads(ItemSummaries):
             row = connection.execute(sa.select(*ITEM_COLUMNS).where(work_items.c.id == item_id)).first()
         return item_from_row(row) if row is not None else None
 
+    def queue_of(self, item_id: int) -> str | None:
+        """The named queue of the item with this id, or None when there is no such item.
+
+        A read of its own: ``WorkItem`` is laid out as a claim reads its row (the store's hottest path),
+        and the queue is asked for only when a caller looks at one item (``Invoker.status``).
+        """
+        with self._store.reading() as connection:
+            return connection.execute(sa.select(work_items.c.queue).where(work_items.c.id == item_id)).scalar()
+
     def find(self, kind: str, key: str) -> WorkItem | None:
         """The item of this kind with this key, or None."""
         with self._store.reading() as connection:
