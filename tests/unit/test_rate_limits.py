@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from vardiya.app import App
 from vardiya.errors import InvalidInput
-from vardiya.rules.rates import RateLimit, parse_rate_limit, refill
+from vardiya.rules.rates import RateLimit, parse_rate_limit, refill, token_due_in
 
 
 @pytest.mark.parametrize(
@@ -70,3 +70,24 @@ def test_refill_never_passes_the_capacity_nor_loses_tokens(tokens: float, elapse
     assert tokens <= after <= capacity
     if elapsed <= 0:
         assert after == tokens
+
+
+def test_a_token_is_due_when_the_bucket_has_refilled_to_one() -> None:
+    assert token_due_in(0.0, 2 / 60) == pytest.approx(30.0)  # "2/m", empty: a token every 30 s
+    assert token_due_in(0.75, 4.0) == pytest.approx(0.0625)
+    assert token_due_in(1.0, 4.0) == 0.0 and token_due_in(3.5, 4.0) == 0.0
+    assert token_due_in(1.0 - 1e-12, 1.0) == 0.0  # the claim's own tolerance: it would take this token
+
+
+@pytest.mark.parametrize("per_second", [0.0, -1.0])
+def test_a_bucket_that_never_refills_is_refused(per_second: float) -> None:
+    with pytest.raises(InvalidInput, match="refill rate"):
+        token_due_in(0.0, per_second)
+
+
+@given(tokens=st.floats(min_value=0, max_value=1, allow_nan=False), limit=st.builds(
+    RateLimit, count=st.integers(1, 1000), per_s=st.sampled_from([1.0, 60.0, 3600.0])))
+def test_after_the_wait_the_bucket_holds_a_whole_token(tokens: float, limit: RateLimit) -> None:
+    wait = token_due_in(tokens, limit.per_second)
+    assert wait >= 0
+    assert refill(tokens, wait, limit.per_second, max(1, limit.capacity)) + 1e-9 >= 1.0

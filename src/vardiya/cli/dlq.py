@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import click
@@ -12,22 +11,22 @@ from rich.markup import escape
 from ..errors import InvalidInput
 from ..invoke import dlq as letters
 from ..output import FitTable, cell
+from ..rules.rates import parse_rate_limit
 from ..times import parse_duration
 from .commands import Group
 from .context import Settings, StoreUse, emit_json, global_options, pass_settings
 
 __all__ = ["dlq"]
 
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*s)?\s*$")
-
-
 def _rate(text: str | None) -> float | None:
+    """``--rate`` in items per second, spelled as a handler's ``rate_limit`` is (one parser for both:
+    ``rules.rates.parse_rate_limit``, so ``10/s``, ``30/m`` and ``500/h`` mean the same everywhere)."""
     if text is None:
         return None
-    match = _RATE.match(text)
-    if not match or float(match.group(1)) <= 0:
-        raise InvalidInput(f"--rate {text!r} is not a rate; write items per second, e.g. 10/s or 0.5/s")
-    return float(match.group(1))
+    try:
+        return parse_rate_limit(text).per_second
+    except InvalidInput as error:
+        raise InvalidInput(f"--rate {text!r} is not a rate: {error}") from None
 
 
 def _age(text: str | None) -> float | None:
@@ -118,7 +117,10 @@ def show_command(settings: Settings, item_id: int, as_json: bool) -> int:
 @dlq.command("redrive")
 @global_options
 @_filters
-@click.option("--rate", metavar="N/s", help="Make at most N items ready per second (spaced out, not all at once).")
+@click.option(
+    "--rate", metavar="N/s",
+    help="Make at most N items ready per second, minute or hour (10/s, 30/m, 500/h; spaced out, not all at once).",
+)
 @click.option("--max-attempts", type=int, default=None, help="A new attempt budget (default: the item's own).")
 @click.option("--dry-run", is_flag=True, help="Say what would be redriven; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")

@@ -290,6 +290,7 @@ def status_command(settings: Settings, handle: int, as_json: bool) -> int:
     document = {
         "id": status.id,
         "handler": status.handler,
+        "queue": status.queue,
         "state": status.state.value,
         "attempts": status.attempts,
         "max_attempts": status.max_attempts,
@@ -304,7 +305,7 @@ def status_command(settings: Settings, handle: int, as_json: bool) -> int:
         emit_json(document)
     else:
         settings.console.print(
-            f"call {status.id} of {status.handler}: {status.state.value} after {status.attempts}/{status.max_attempts} attempt(s)"
+            f"call {status.id} of {status.handler} (queue {status.queue}): {status.state.value} after {status.attempts}/{status.max_attempts} attempt(s)"
             + (f"; last error: {status.error}" if status.error else "")
         )
     return 0

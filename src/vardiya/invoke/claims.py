@@ -7,7 +7,10 @@ Each turn of the loop, in order:
 2. the stream cut (waiting records become batch items);
 3. up to ``prefetch`` invocation items (async calls, stream batches), run by the ``HandlerRunner``;
 4. nothing claimed: a flushing cut with ``until_idle``, then the idle wait (``IdleWait``), or the end
-   of the loop when ``until_idle`` finds no work of ours left at all.
+   of the loop when ``until_idle`` finds no work of ours left at all. What the wait is for
+   (``awaited``) is the next due item, or, when the only ready items are a rate-limited handler's and
+   its bucket is empty, the bucket's next token (``store.rate_buckets``): the worker wakes when a
+   claim can take it, not at its next poll. It is logged once (``IdleLog``).
 
 Every claim of the worker is one of the two methods ``claim_served`` and ``claim_invocations``: a
 filter on what a worker claims goes there.
@@ -20,9 +23,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from ..rules.rates import RateLimit
 from ..store.records import WorkItem
 from .cutter import StreamCutter
-from .idle import IdleWait
+from .idle import Awaited, IdleLog, IdleWait
 from .pacing import StartPacer
 from .rate_limits import claim_limits
 from .running import HandlerRunner
@@ -79,6 +83,8 @@ class ClaimLoop:
         self.all_kinds = sorted([*self.kinds, *(self.served.kinds if self.served else ())])
         #: per kind, the shared token bucket of its handler's ``rate_limit`` (taken in the claim)
         self.limits = claim_limits(runner.by_kind.values())
+        #: the worker's idle and resume lines, shared by its threads
+        self.idle_log = IdleLog(owner, settings.concurrency)
 
     # -- the claims ---------------------------------------------------------------------------------
 
@@ -113,6 +119,7 @@ class ClaimLoop:
                 served = self.claim_served()
                 if served is not None:
                     idle.worked()
+                    self.idle_log.resumed()
                     assert self.served is not None
                     self.served.serve(served)
                     continue
@@ -121,18 +128,23 @@ class ClaimLoop:
                 items = self.claim_invocations(pacer)
                 if items:
                     idle.worked()
+                    self.idle_log.resumed()
                     self.runner.run(items, pacer)
                     continue
                 if self.cutter and self.cutter.cut(flush=until_idle):
                     continue
+                awaited = self.awaited(streams=until_idle)
                 if until_idle:
-                    next_at = self.next_due()
-                    if next_at is None:
+                    if awaited.at is None:
                         return
-                    idle.until(next_at)
-                elif self.served is not None:
-                    # The scheduler enqueues ticks a moment before they are due: wake when the next is.
-                    idle.for_work(self.store.items.next_ready_at(self.pauses.active(self.served.kinds)))
+                    self.idle_log.waiting(awaited)
+                    idle.until(awaited.at)
+                    continue
+                self.idle_log.waiting(awaited)
+                if self.served is not None or awaited.token:
+                    # The scheduler enqueues ticks a moment before they are due, and an empty bucket
+                    # refills at its rate: wake when the next is due.
+                    idle.for_work(awaited.at)
                 else:
                     idle.for_work()
         finally:
@@ -140,12 +152,50 @@ class ClaimLoop:
 
     def next_due(self) -> datetime | None:
         """When the next item of ours can be claimed (None: nothing left at all), stream records too."""
-        due = self.store.items.next_due(self.pauses.active(self.all_kinds), self.settings.claimed_queues)
+        return self.awaited(streams=True).at
+
+    def awaited(self, *, streams: bool) -> Awaited:
+        """What this worker waits for when it claimed nothing: the next due item (its time and kind),
+        a rate-limited handler's next token when its ready items wait for one, or new work.
+
+        ``streams``: records still waiting in a stream after a flushing cut count as due now (they
+        are held back by their lane's batch in flight, and become due when it does).
+        """
+        kinds = self.pauses.active(self.all_kinds)
+        queues = self.settings.claimed_queues
+        now = self.runner.clock.now()
+        empty = self.empty_buckets(kinds, now)
+        if empty:
+            kinds = [kind for kind in kinds if kind not in self.limits or self.limits[kind].bucket not in empty]
+        due = self.store.items.next_due_item(kinds, queues)
+        token = self.store.rate_buckets.next_token(empty)
+        if token is not None and (due is None or token.at < due.at):
+            limit = empty[token.bucket]
+            return Awaited(
+                at=token.at, what=f"the next token of handler {token.bucket!r} (rate limit {limit.spelling()})",
+                token=True,
+            )
         if due is not None:
-            # Records still waiting in the stream after a flushing cut are held back by their lane's
-            # batch in flight: they become due when that batch does, not before.
-            return due
-        return self.runner.clock.now() if self.cutter.any_waiting() else None
+            what = f"the lease of a {due.kind} item to end" if due.lease_end else due.kind
+            return Awaited(at=due.at, what=what)
+        if streams and self.cutter.any_waiting():
+            return Awaited(at=now, what="stream records waiting to be cut")
+        return Awaited(at=None)
+
+    def empty_buckets(self, kinds: Sequence[str], now: datetime) -> dict[str, RateLimit]:
+        """The rate limits (by bucket) of ``kinds`` whose items are due now yet were not claimed: their
+        bucket holds no whole token."""
+        buckets: dict[str, tuple[RateLimit, list[str]]] = {}
+        for kind in kinds:
+            claim_limit = self.limits.get(kind)
+            if claim_limit is not None:
+                buckets.setdefault(claim_limit.bucket, (claim_limit.limit, []))[1].append(kind)
+        empty: dict[str, RateLimit] = {}
+        for bucket, (limit, bucket_kinds) in buckets.items():
+            due = self.store.items.next_due(bucket_kinds, self.settings.claimed_queues)
+            if due is not None and due <= now:
+                empty[bucket] = limit
+        return empty
 
 
 class Pauses(Protocol):

@@ -9,7 +9,8 @@
     invoker.invoke("validate", reading)          # whichever model the handler is configured with
 
 Async and stream work is done by workers (``vardiya worker``, ``Worker``); a sync call runs here, in
-the caller's thread, and leaves nothing in the store unless the handler has dedup keys.
+the caller's thread, and leaves nothing in the store unless the handler has dedup keys (or the call
+went over the handler's ``sla``: the miss is counted, as a worker's is).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .gate import StoreGate
 from .handlers import Handler, Model
 from .metrics import Metrics, Prices, Tally, store_metrics
 from .results import ResultWaiter, check_timeout
+from .sla_calls import note_sync_calls
 
 if TYPE_CHECKING:
     from ..store.api import Store
@@ -193,10 +195,11 @@ class Handle:
 
 @dataclass(frozen=True, kw_only=True)
 class CallStatus:
-    """Where an async invocation stands."""
+    """Where an async invocation stands; ``queue`` is the named queue it waits in (``default``)."""
 
     id: int
     handler: str
+    queue: str
     state: ItemState
     attempts: int
     max_attempts: int
@@ -234,7 +237,8 @@ class Invoker:
         """Run the handler now and return its result; the caller's retries apply; errors are raised.
 
         With dedup, a record whose key already succeeded within the window returns the stored result
-        without running the handler.
+        without running the handler. A call longer than the handler's ``sla`` is logged and counted
+        (``vardiya status``'s ``sla_missed``), as a worker's call is.
         """
         handler = self.handler(name).with_model(Model.SYNC)
         dedup_key = call_key(handler, record, key)
@@ -248,6 +252,7 @@ class Invoker:
             while True:
                 outcome = run_attempt(handler, [entry], clock=self.clock, gate=gate)
                 tally.add_calls(outcome.calls)
+                note_sync_calls(self.store, self.clock, handler, outcome.calls, key=dedup_key)
                 if outcome.skipped:
                     return outcome.skipped[0][1]
                 if outcome.done:
@@ -334,6 +339,7 @@ class Invoker:
         return CallStatus(
             id=item.id,
             handler=item.kind.split(":", 1)[1],
+            queue=store.items.queue_of(item.id) or "default",
             state=item.state,
             attempts=item.attempts,
             max_attempts=item.max_attempts,

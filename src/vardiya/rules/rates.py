@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import InvalidInput
 
-__all__ = ["RateLimit", "parse_rate_limit", "refill"]
+__all__ = ["RateLimit", "parse_rate_limit", "refill", "token_due_in"]
 
 _UNITS = {
     "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
@@ -82,3 +82,16 @@ def refill(tokens: float, elapsed_s: float, per_second: float, capacity: float) 
     """The tokens of a bucket ``elapsed_s`` seconds after it held ``tokens``: grown at ``per_second``,
     never above ``capacity``. A clock that stepped back (``elapsed_s`` < 0) adds nothing."""
     return min(float(capacity), tokens + max(0.0, elapsed_s) * per_second)
+
+
+def token_due_in(tokens: float, per_second: float) -> float:
+    """Seconds until a bucket holding ``tokens`` holds a whole one again at ``per_second`` (0: it does).
+
+    What a rate-limited worker with no token waits for, instead of polling: a claim takes a token when
+    the bucket holds at least one (``math.floor(tokens + 1e-9)``, the claim's own tolerance).
+    """
+    if not per_second > 0:
+        raise InvalidInput(f"a bucket's refill rate must be more than 0 tokens a second, got {per_second!r}")
+    if tokens + 1e-9 >= 1.0:
+        return 0.0
+    return (1.0 - tokens) / per_second

@@ -18,6 +18,9 @@ Ticks are enqueued ``lead`` (1 s) before their planned time, with ``run_after`` 
 an idle worker already knows when the next one comes due and starts it on the dot instead of
 discovering it on its next poll. Between steps it sleeps until the next planned time (less the lead) or sensor check, at most ``poll_max`` seconds (so
 it notices another scheduler's progress and new rows), and wakes at once on ``stop()``.
+
+A step that fires nothing logs the next planned fire time (INFO, ``vardiya.scheduler``), once per
+change: a quiet scheduler's log says when it will next act, without a line every poll.
 """
 
 from __future__ import annotations
@@ -143,6 +146,9 @@ class Scheduler:
         self._last: tuple[datetime, float] | None = None
         self._before_start: dict[str, list[datetime]] = {}  # a first start's earlier times, to log once
         self._stop = threading.Event()
+        #: whether an idle step logged since work was last fired, and the next fire time it logged
+        self._idle_said = False
+        self._idle_logged: tuple[str, datetime] | None = None
         self._pauses = SchedulePauses(store, [*self.schedules, *(sensor.name for sensor in self.sensors)])
         self._service = ServiceBeat(
             store, self.owner, ServiceKind.SCHEDULER, interval_s=max(poll_max, 5.0), app=app.name,
@@ -223,7 +229,35 @@ class Scheduler:
                         self._log_fired(step.new, now)
         if self.metrics is not None:
             self.metrics.scheduler_step(report)
+        self._log_idle(report)
         return report
+
+    def next_planned(self) -> tuple[str, datetime] | None:
+        """The schedule planned to fire next and its time (None: nothing is planned, all paused)."""
+        planned = [(moment, name) for name, moment in self._next.items() if moment is not None]
+        if not planned:
+            return None
+        moment, name = min(planned)
+        return name, moment
+
+    def _log_idle(self, report: StepReport) -> None:
+        """After a step that fired nothing, log what fires next, unless that is what was logged last."""
+        if report.fired:
+            self._idle_said = False
+            return
+        upcoming = self.next_planned()
+        if self._idle_said and upcoming == self._idle_logged:
+            return
+        self._idle_said, self._idle_logged = True, upcoming
+        if upcoming is None:
+            checks = f"; {len(self.sensors)} sensor(s) checked" if self.sensors else ""
+            log.info("%s idle: nothing planned to fire%s", self.owner, checks, extra={"owner": self.owner})
+            return
+        name, moment = upcoming
+        log.info(
+            "%s idle: next planned fire is %s at %s", self.owner, name, moment.isoformat(),
+            extra={"owner": self.owner, "schedule": name, "planned_at": moment.isoformat()},
+        )
 
     def _observe(self, now: datetime, monotonic: float) -> None:
         """Tell clock steps from downtime: ``live_from`` is when this scheduler's continuous run began."""

@@ -29,6 +29,7 @@ from .invocations import Invocations
 from .items import WorkItems
 from .ledger import Ledger
 from .migrate import SchemaState, SchemaVersion, head_revision, read_version, upgrade
+from .rate_buckets import RateBuckets
 from .schedules import Schedules
 from .url import Backend, StoreURL, parse_store_url, resolve_store_url
 
@@ -54,6 +55,8 @@ class Store:
         self.controls = Controls(self)
         #: The schedulers and workers alive (``heartbeats.py``).
         self.heartbeats = Heartbeats(self)
+        #: When a rate-limited handler's next token is due (``rate_buckets.py``).
+        self.rate_buckets = RateBuckets(self)
         #: Whether ``open_store`` created this store (it had no vardiya schema): a service logs it.
         self.created = False
 

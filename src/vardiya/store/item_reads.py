@@ -8,13 +8,15 @@ The summaries (counts by kind, what is due, results) are ``item_summaries.py``'s
 from __future__ import annotations
 
 import builtins
+from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from ..clock import ensure_aware
-from .item_summaries import ItemSummaries
+from .item_summaries import READY_STATES, ItemSummaries
 from .records import Attempt, AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
 from .schema import work_item_keys, work_items
@@ -22,7 +24,7 @@ from .schema import work_item_keys, work_items
 if TYPE_CHECKING:
     from .api import Store
 
-__all__ = ["ITEM_COLUMNS", "ItemReads", "by_key", "item_from_row"]
+__all__ = ["ITEM_COLUMNS", "ItemReads", "NextDue", "by_key", "item_from_row"]
 
 ITEM_COLUMNS = tuple(work_items.c)
 
@@ -58,6 +60,15 @@ def item_from_row(row: sa.Row[Any]) -> WorkItem:
     )
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NextDue:
+    """The next item that can be claimed: when, its kind, and whether it waits for a lease to end."""
+
+    at: datetime
+    kind: str
+    lease_end: bool = False
+
+
 class ItemReads(ItemSummaries):
     """The reading operations on work items."""
 
@@ -68,6 +79,44 @@ class ItemReads(ItemSummaries):
         with self._store.reading() as connection:
             row = connection.execute(sa.select(*ITEM_COLUMNS).where(work_items.c.id == item_id)).first()
         return item_from_row(row) if row is not None else None
+
+    def queue_of(self, item_id: int) -> str | None:
+        """The named queue of the item with this id, or None when there is no such item.
+
+        A read of its own: ``WorkItem`` is laid out as a claim reads its row (the store's hottest path),
+        and the queue is asked for only when a caller looks at one item (``Invoker.status``).
+        """
+        with self._store.reading() as connection:
+            return connection.execute(sa.select(work_items.c.queue).where(work_items.c.id == item_id)).scalar()
+
+    def next_due_item(self, kinds: Collection[str], queues: Collection[str] | None = None) -> NextDue | None:
+        """What ``next_due`` finds, with the kind of the item it found (an idle worker logs it).
+
+        The earliest ready time or lease end of an item of ``kinds`` (in ``queues``, when given); None
+        when there is none.
+        """
+        kinds = list(kinds)
+        if not kinds:
+            return None
+        c = work_items.c
+        of_queues = c.queue.in_(list(queues)) if queues else sa.true()
+        with self._store.reading() as connection:
+            ready = connection.execute(
+                sa.select(c.run_after, c.kind)
+                .where(c.kind.in_(kinds), c.state.in_(READY_STATES), of_queues)
+                .order_by(c.run_after, c.id)
+                .limit(1)
+            ).first()
+            leased = connection.execute(
+                sa.select(c.lease_until, c.kind)
+                .where(c.kind.in_(kinds), c.state == ItemState.RUNNING, of_queues, c.lease_until.is_not(None))
+                .order_by(c.lease_until, c.id)
+                .limit(1)
+            ).first()
+        found = [NextDue(at=ready[0], kind=ready[1])] if ready is not None else []
+        if leased is not None:
+            found.append(NextDue(at=leased[0], kind=leased[1], lease_end=True))
+        return min(found, key=lambda due: due.at) if found else None
 
     def find(self, kind: str, key: str) -> WorkItem | None:
         """The item of this kind with this key, or None."""

@@ -12,6 +12,9 @@ two workers' claims of one handler take turns and never deadlock), and:
 
 Items over the limit are not touched: they stay ready (not failed, not charged) for a later claim.
 Statements are driver SQL (``hot.py``'s reasons: they run on the claim's cursor, every claim).
+
+``RateBuckets`` (``store.rate_buckets``) reads the buckets outside a claim: when the next token of a
+bucket is due, which a worker that has only rate-limited work left waits for instead of polling.
 """
 
 from __future__ import annotations
@@ -19,13 +22,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
-from ..rules.rates import RateLimit, refill
+import sqlalchemy as sa
+
+from ..rules.rates import RateLimit, refill, token_due_in
+from .schema import rate_buckets
 from .url import Backend
 
-__all__ = ["ClaimLimit", "limited_claim"]
+if TYPE_CHECKING:
+    from .api import Store
+
+__all__ = ["ClaimLimit", "NextToken", "RateBuckets", "limited_claim"]
 
 #: ``claim(n, kinds) -> rows`` of the backend's ordinary claim, on the transaction's cursor.
 ClaimRows = Callable[[int, Sequence[str]], list[Any]]
@@ -100,3 +109,44 @@ def limited_claim(
         # refilled twice.
         execute(update, (max(0.0, tokens - len(taken)), t_now if now_s >= refilled_s else refilled_at, name))
     return rows
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NextToken:
+    """When the bucket ``bucket`` next holds a whole token (``at`` may be now: it holds one already)."""
+
+    bucket: str
+    at: datetime
+
+
+class RateBuckets:
+    """Reads of the token buckets, outside any claim (they take no write lock)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def next_token(self, limits: Mapping[str, RateLimit]) -> NextToken | None:
+        """The earliest next token among the buckets named in ``limits`` (None: no bucket named).
+
+        A bucket with no row yet has never been claimed from: it is full, its token is due now. The
+        time is rounded up to the microsecond the store keeps, so a claim made then finds the token.
+        """
+        if not limits:
+            return None
+        now = self._store.clock.now()
+        c = rate_buckets.c
+        with self._store.reading() as connection:
+            rows = {
+                row.name: (row.tokens, row.refilled_at)
+                for row in connection.execute(sa.select(c.name, c.tokens, c.refilled_at).where(c.name.in_(sorted(limits))))
+            }
+        best: NextToken | None = None
+        for name in sorted(limits):
+            limit = limits[name]
+            tokens, refilled_at = rows.get(name, (float(limit.capacity), now))
+            held = refill(float(tokens), (now - refilled_at).total_seconds(), limit.per_second, limit.capacity)
+            due_in = token_due_in(held, limit.per_second)
+            at = now + timedelta(microseconds=math.ceil(due_in * 1_000_000))
+            if best is None or at < best.at:
+                best = NextToken(bucket=name, at=at)
+        return best
