@@ -204,7 +204,43 @@ def api_slot_report(
     period: Annotated[str, Query(min_length=1, max_length=60, description="the period key, e.g. 2026-12-01")],
 ) -> dict[str, Any]:
     """Per-slot load of a slot job in one period, from the ledger."""
+    ui = known_slot_job(request, job)
+    return reports.slot_report_document(ui.store, ui.app, job, period)
+
+
+def known_slot_job(request: Request, job: str) -> Any:
+    """The context, once ``job`` is known to be one of the app's slot jobs (else 404)."""
     ui = context_of(request)
     if ui.app is None or job not in ui.app.slot_jobs:
         raise HTTPException(404, f"no slot job {job!r} in the dashboard's app")
-    return reports.slot_report_document(ui.store, ui.app, job, period)
+    return ui
+
+
+Period = Annotated[str, Query(min_length=1, max_length=60, description="the period key, e.g. 2026-12-01")]
+
+
+@router.get("/slots/{job}/balance", summary="vardiya slots balance --slots B --assign A --json, of the job's ids")
+def api_slot_balance(request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)]) -> dict[str, Any]:
+    """How evenly the job's source fills its scheme's slots, what patterns its ids share with B, mod or hash."""
+    ui = known_slot_job(request, job)
+    return reports.slot_balance_document(ui.app, job)
+
+
+@router.get("/slots/{job}/backfill-preview", summary="vardiya slots backfill JOB --period P --dry-run --json")
+def api_backfill_preview(
+    request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)], period: Period,
+) -> dict[str, Any]:
+    """The not-done records of a closed period, per slot: what a backfill would run (nothing is written)."""
+    ui = known_slot_job(request, job)
+    return reports.backfill_preview_document(ui.store, ui.app, job, period)
+
+
+@router.get("/slots/{job}/ticks/{period}/{slot}", summary="one tick: its slot's records, outcomes and errors")
+def api_tick(
+    request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)],
+    period: Annotated[str, Path(min_length=1, max_length=60)], slot: Annotated[int, Path(ge=0, le=1_000_000)],
+    limit: Annotated[int, Query(ge=1, le=reports.TICK_RECORDS_MAX)] = 200,
+) -> dict[str, Any]:
+    """The tick's window and the ledger's counts, and its records (failed first) with their last failures."""
+    ui = known_slot_job(request, job)
+    return reports.tick_document(ui.store, ui.app, job, period, slot, limit=limit)

@@ -19,7 +19,7 @@ from fastapi.templating import Jinja2Templates
 
 from ..errors import InvalidInput
 from . import reports
-from .api import ID_MAX, TEXT_MAX, letter_filter
+from .api import ID_MAX, TEXT_MAX, known_slot_job, letter_filter
 from .context import authorize, context_of, signed_in
 from .reports import LetterFilter
 
@@ -229,17 +229,37 @@ def slot_jobs(
     request: Request, job: Annotated[str | None, Query(max_length=TEXT_MAX)] = None,
     period: Annotated[str | None, Query(max_length=60)] = None,
 ) -> HTMLResponse:
-    """Each slot job's next tick, lateness and period figures (from ``status``), and one job's ledger by
-    slot as the chart of ``slots report --plot`` (its current period unless ``period`` says)."""
+    """Each slot job's next tick, lateness and period figures (from ``status``), and one job's page: its
+    ledger by slot as the chart of ``slots report --plot`` (its current period unless ``period`` says),
+    each slot linking to its tick, the balance report of its ids, and its closed periods' not-done
+    records (``status``'s ``not_done``, each with the backfill it needs)."""
     ui = context_of(request)
-    jobs = reports.status_document(ui.store, ui.app)["jobs"]
+    status = reports.status_document(ui.store, ui.app)
+    jobs = status["jobs"]
     chosen = job or (jobs[0]["job"] if jobs else None)
-    chart, report = None, None
+    chart, report, balance, entry = None, None, None, None
+    not_done: list[dict[str, Any]] = []
     if chosen is not None:
         if ui.app is None or chosen not in ui.app.slot_jobs:
             raise HTTPException(404, f"no slot job {chosen!r} in the dashboard's app")
-        key = period or next((entry["period"] for entry in jobs if entry["job"] == chosen and entry["period"]), None)
+        entry = next((each for each in jobs if each["job"] == chosen), None)
+        key = period or (entry["period"] if entry else None)
         if key is not None:
             found = reports.slot_report(ui.store, ui.app, chosen, key)
             chart, report = reports.slot_report_chart(found), found.to_json()
-    return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, chart=chart, report=report)
+        balance = reports.slot_balance_document(ui.app, chosen)
+        not_done = [each for each in status["not_done"] if each["job"] == chosen]
+    return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, chart=chart, report=report,
+                 balance=balance, not_done=not_done, entry=entry)
+
+
+@router.get("/slots/{job}/ticks/{period}/{slot}", response_class=HTMLResponse)
+def slot_tick(
+    request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)],
+    period: Annotated[str, Path(min_length=1, max_length=60)], slot: Annotated[int, Path(ge=0, le=1_000_000)],
+) -> HTMLResponse:
+    """One tick: its slot's window, the ledger's counts, and its records (failed first) with their
+    outcomes, errors and the tracebacks ``vardiya errors`` shows."""
+    ui = known_slot_job(request, job)
+    document = reports.tick_document(ui.store, ui.app, job, period, slot)
+    return _page(request, "tick.html", page="slots", tick=document)

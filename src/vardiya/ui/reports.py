@@ -15,10 +15,15 @@ function                               the command whose ``--json`` it is
 ``slot_report_document``               ``vardiya slots report JOB --period P``
 ``pipeline_impact_document``           ``vardiya pipeline impact PIPE --task T``
 ``pipeline_rerun_document``            ``vardiya pipeline rerun PIPE --task T``
+``slot_balance_document``              ``vardiya slots balance --slots B --assign A --ids IDS``
+                                       (B, A and IDS the job's scheme and source)
+``backfill_preview_document``          ``vardiya slots backfill JOB --period P --dry-run``
 =====================================  =========================================
 
 ``handlers_document`` has no single command: it is ``invoke metrics`` for each async and stream
-handler of the app, in one list. ``tests/acceptance/test_ui_api.py`` compares each with the CLI.
+handler of the app, in one list. ``tick_document`` neither: it is one tick's slot from the ledger
+(the outcomes ``slots report`` counts) with each failed record's last failure (what ``vardiya errors``
+lists). ``tests/acceptance/test_ui_api.py`` compares each with the CLI.
 """
 
 from __future__ import annotations
@@ -38,18 +43,23 @@ from ..pipeline import status as pipeline_status
 from ..pipeline.grid import grid_svg
 from ..schedule.pipelines import ScheduledPipeline
 from ..service.status import status_report
+from ..slots.backfill import backfill
+from ..slots.balance import balance
 from ..slots.chart import report_chart_svg
 from ..slots.closed import CLOSED_PERIODS
+from ..slots.job import SlotJob
 from ..slots.report import LedgerReport, ledger_report
-from ..store import Store
+from ..store import LedgerStatus, Store
 from ..store.failures import FailureFamily
 from ..store.pipeline_reads import PipelineReads
-from ..store.ui_reads import task_failures
+from ..store.ui_reads import task_failures, tick_counts, tick_records
 from ..times import parse_duration, parse_time
 
 __all__ = [
     "ERRORS_LIMIT_MAX",
+    "TICK_RECORDS_MAX",
     "LetterFilter",
+    "backfill_preview_document",
     "dead_letter_document",
     "dead_letters_document",
     "errors_document",
@@ -62,13 +72,17 @@ __all__ = [
     "pipeline_task_document",
     "purge_document",
     "redrive_document",
+    "slot_balance_document",
     "slot_report",
     "slot_report_document",
     "status_document",
+    "tick_document",
 ]
 
 #: The most failures one listing shows (as ``vardiya errors --limit``).
 ERRORS_LIMIT_MAX = 10_000
+#: The most records a tick's page lists (failed first); its counts cover them all.
+TICK_RECORDS_MAX = 5_000
 
 
 def status_document(
@@ -154,7 +168,7 @@ def dead_letters_document(store: Store, chosen: LetterFilter) -> dict[str, Any]:
 def dead_letter_document(store: Store, item_id: int) -> dict[str, Any]:
     """``vardiya dlq show ID --json``: records, every attempt with its traceback, handler calls."""
     document = letters.show(store, item_id)
-    for attempt, text in zip(document["history"], store.failures.attempt_tracebacks(item_id)):
+    for attempt, text in zip(document["history"], store.failures.attempt_tracebacks(item_id), strict=False):
         attempt["traceback"] = text
     return document
 
@@ -269,11 +283,15 @@ def pipeline_task_document(store: Store, app: App | None, name: str, task: str) 
     }
 
 
-def slot_report(store: Store, app: App | None, job_name: str, period: str) -> LedgerReport:
-    """The per-slot ledger report of a job's period (a bad period key is an ``InvalidInput``)."""
+def _slot_job(app: App | None, job_name: str) -> SlotJob:
     if app is None:
         raise InvalidInput("the dashboard was started without --app, so it knows no slot jobs")
-    job = app.get_slot_job(job_name)
+    return app.get_slot_job(job_name)
+
+
+def slot_report(store: Store, app: App | None, job_name: str, period: str) -> LedgerReport:
+    """The per-slot ledger report of a job's period (a bad period key is an ``InvalidInput``)."""
+    job = _slot_job(app, job_name)
     job.scheme.period_for_key(period)  # a bad key is refused before the store is read
     return ledger_report(store, job, period)
 
@@ -286,3 +304,48 @@ def slot_report_document(store: Store, app: App | None, job_name: str, period: s
 def slot_report_chart(report: LedgerReport) -> str:
     """The bar chart of ``slots report --plot``, as SVG text."""
     return report_chart_svg(report)
+
+
+def slot_balance_document(app: App | None, job_name: str) -> dict[str, Any]:
+    """``vardiya slots balance --json`` of the job's own ids (its source's) under its current scheme."""
+    job = _slot_job(app, job_name)
+    return balance(job.source.all_ids(), job.scheme).to_json()
+
+
+def backfill_preview_document(store: Store, app: App | None, job_name: str, period: str) -> dict[str, Any]:
+    """``vardiya slots backfill JOB --period P --dry-run --json``: a closed period's not-done records per
+    slot (a period not closed yet is refused, as the command refuses it)."""
+    job = _slot_job(app, job_name)
+    job.scheme.period_for_key(period)
+    return backfill(store, job, period, dry_run=True).to_json()
+
+
+def tick_document(
+    store: Store, app: App | None, job_name: str, period: str, slot: int, *, limit: int = 200
+) -> dict[str, Any]:
+    """One tick of a job: its slot of one period, the slot's window, the ledger's counts and its records
+    (failed first, at most ``limit``) with their outcomes, errors and last failures' tracebacks."""
+    job = _slot_job(app, job_name)
+    found = job.scheme.period_for_key(period)
+    scheme = job.scheme_for(found)
+    if not 0 <= slot < scheme.slots:
+        raise InvalidInput(f"slot {slot} is out of range; job {job_name!r} has slots 0 to {scheme.slots - 1} in period {period}")
+    if not 1 <= limit <= TICK_RECORDS_MAX:
+        raise InvalidInput(f"limit {limit} is out of range; give a number from 1 to {TICK_RECORDS_MAX}")
+    window = scheme.window(found, slot)
+    counts = tick_counts(store, job.name, found.key, slot)
+    records = tick_records(store, job.name, found.key, slot, limit=limit)
+    recorded = sum(counts.values())
+    return {
+        "job": job.name,
+        "period": found.key,
+        "slot": slot,
+        "window_start": window.start.isoformat(),
+        "window_end": window.end.isoformat(),
+        "closes_at": job.closes_at(found).isoformat(),
+        "counts": {status.value: counts.get(status, 0) for status in LedgerStatus},
+        "recorded": recorded,
+        "records": [record.to_json() for record in records],
+        "limit": limit,
+        "truncated": recorded > len(records),
+    }
