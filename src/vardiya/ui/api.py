@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigurationError, InvalidInput
 from ..slots.closed import CLOSED_PERIODS
+from ..store.controls import REASON_MAX
 from . import reports
 from .context import context_of, require_token
 from .reports import LetterFilter
@@ -244,3 +245,59 @@ def api_tick(
     """The tick's window and the ledger's counts, and its records (failed first) with their last failures."""
     ui = known_slot_job(request, job)
     return reports.tick_document(ui.store, ui.app, job, period, slot, limit=limit)
+
+
+_KIND_HELP = "slot_job, handler, periodic, pipeline or trigger: needed when two kinds share NAME"
+
+
+class PauseRequest(BaseModel):
+    """``vardiya pause``'s NAME and options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=TEXT_MAX, description="a slot job, handler, periodic function, pipeline or PIPELINE:TRIGGER")
+    kind: str | None = Field(default=None, max_length=40, description=_KIND_HELP)
+    reason: str | None = Field(default=None, max_length=REASON_MAX, description="why, shown by vardiya status")
+
+
+class ResumeRequest(BaseModel):
+    """``vardiya resume``'s NAME and options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=TEXT_MAX)
+    kind: str | None = Field(default=None, max_length=40, description=_KIND_HELP)
+
+
+class TriggerRequest(ResumeRequest):
+    """``vardiya trigger``'s NAME and options."""
+
+    at: str | None = Field(default=None, max_length=60, description="the planned time, or a partition key of a trigger")
+
+
+@router.get("/controls", summary="the app's entries (vardiya app show), each with its pause")
+def api_controls(request: Request) -> dict[str, Any]:
+    """What can be paused, resumed and triggered, and what is paused now."""
+    ui = context_of(request)
+    return reports.controls_document(ui.store, ui.app)
+
+
+@router.post("/pause", summary="vardiya pause NAME --json", dependencies=[Depends(require_token)])
+def api_pause(request: Request, body: PauseRequest) -> dict[str, Any]:
+    """Pause NAME: schedulers fire none of its runs, workers claim none of its items, until resumed."""
+    ui = context_of(request)
+    return reports.pause_document(ui.store, ui.app, body.name, kind=body.kind, reason=body.reason)
+
+
+@router.post("/resume", summary="vardiya resume NAME --json", dependencies=[Depends(require_token)])
+def api_resume(request: Request, body: ResumeRequest) -> dict[str, Any]:
+    """Resume NAME: its queued items run again, its schedule's catch-up policy decides the missed runs."""
+    ui = context_of(request)
+    return reports.resume_document(ui.store, ui.app, body.name, kind=body.kind)
+
+
+@router.post("/trigger", summary="vardiya trigger NAME --json", dependencies=[Depends(require_token)])
+def api_trigger(request: Request, body: TriggerRequest) -> dict[str, Any]:
+    """Queue a run of NAME for the workers now, as the scheduler would fire it (the same run is queued once)."""
+    ui = context_of(request)
+    return reports.trigger_document(ui.store, ui.app, body.name, kind=body.kind, at=body.at)

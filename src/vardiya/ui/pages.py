@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from ..errors import InvalidInput
+from ..store.controls import REASON_MAX
 from . import reports
 from .api import ID_MAX, TEXT_MAX, known_slot_job, letter_filter
 from .context import authorize, context_of, signed_in
@@ -44,7 +45,8 @@ def _page(request: Request, template: str, status_code: int = 200, **values: Any
 
 
 def _back(path: str, message: str) -> RedirectResponse:
-    return RedirectResponse(f"{path}?{urlencode({'done': message})}", status_code=303)
+    joint = "&" if "?" in path else "?"
+    return RedirectResponse(f"{path}{joint}{urlencode({'done': message})}", status_code=303)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -237,7 +239,7 @@ def slot_jobs(
     status = reports.status_document(ui.store, ui.app)
     jobs = status["jobs"]
     chosen = job or (jobs[0]["job"] if jobs else None)
-    chart, report, balance, entry = None, None, None, None
+    chart, report, balance, entry, control = None, None, None, None, None
     not_done: list[dict[str, Any]] = []
     if chosen is not None:
         if ui.app is None or chosen not in ui.app.slot_jobs:
@@ -249,8 +251,11 @@ def slot_jobs(
             chart, report = reports.slot_report_chart(found), found.to_json()
         balance = reports.slot_balance_document(ui.app, chosen)
         not_done = [each for each in status["not_done"] if each["job"] == chosen]
+        control = next(each for each in reports.controls_document(ui.store, ui.app)["entries"]
+                       if each["control"] == "slot_job" and each["name"] == chosen)
     return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, chart=chart, report=report,
-                 balance=balance, not_done=not_done, entry=entry)
+                 balance=balance, not_done=not_done, entry=entry, control=control,
+                 back=f"/slots?{urlencode({'job': chosen})}" if chosen else "/slots")
 
 
 @router.get("/slots/{job}/ticks/{period}/{slot}", response_class=HTMLResponse)
@@ -263,3 +268,70 @@ def slot_tick(
     ui = known_slot_job(request, job)
     document = reports.tick_document(ui.store, ui.app, job, period, slot)
     return _page(request, "tick.html", page="slots", tick=document)
+
+
+def _local(path: str | None, fallback: str) -> str:
+    """Where a form sends the browser back to: a path of this dashboard only (never another site)."""
+    if path and path.startswith("/") and not path.startswith("//") and "\\" not in path and len(path) <= 2_000:
+        return path
+    return fallback
+
+
+@router.get("/controls", response_class=HTMLResponse)
+def controls(request: Request) -> HTMLResponse:
+    """Everything the app registers, what is paused, and the pause, resume and trigger buttons."""
+    ui = context_of(request)
+    return _page(request, "controls.html", page="controls", entries=reports.controls_document(ui.store, ui.app)["entries"])
+
+
+@router.post("/controls/pause")
+def pause(
+    request: Request,
+    name: Annotated[str, Form(min_length=1, max_length=TEXT_MAX)],
+    kind: Annotated[str | None, Form(max_length=40)] = None,
+    reason: Annotated[str | None, Form(max_length=REASON_MAX)] = None,
+    back: Annotated[str | None, Form(max_length=2_000)] = None,
+    csrf: Annotated[str | None, Form()] = None,
+) -> Response:
+    """``vardiya pause NAME`` from a button (the token's cookie and the form's CSRF token are required)."""
+    authorize(request, csrf)
+    ui = context_of(request)
+    done = reports.pause_document(ui.store, ui.app, name, kind=kind or None, reason=reason or None)
+    what = f"{done['kind']} {done['name']}"
+    return _back(_local(back, "/controls"), f"paused {what}" if done["changed"] else f"{what} was already paused; nothing changed")
+
+
+@router.post("/controls/resume")
+def resume(
+    request: Request,
+    name: Annotated[str, Form(min_length=1, max_length=TEXT_MAX)],
+    kind: Annotated[str | None, Form(max_length=40)] = None,
+    back: Annotated[str | None, Form(max_length=2_000)] = None,
+    csrf: Annotated[str | None, Form()] = None,
+) -> Response:
+    """``vardiya resume NAME`` from a button (token cookie and CSRF token required)."""
+    authorize(request, csrf)
+    ui = context_of(request)
+    done = reports.resume_document(ui.store, ui.app, name, kind=kind or None)
+    what = f"{done['kind']} {done['name']}"
+    return _back(_local(back, "/controls"), f"resumed {what}" if done["changed"] else f"{what} is not paused; nothing changed")
+
+
+@router.post("/controls/trigger")
+def trigger(
+    request: Request,
+    name: Annotated[str, Form(min_length=1, max_length=TEXT_MAX)],
+    kind: Annotated[str | None, Form(max_length=40)] = None,
+    at: Annotated[str | None, Form(max_length=60)] = None,
+    back: Annotated[str | None, Form(max_length=2_000)] = None,
+    csrf: Annotated[str | None, Form()] = None,
+) -> Response:
+    """``vardiya trigger NAME`` from a button (token cookie and CSRF token required)."""
+    authorize(request, csrf)
+    ui = context_of(request)
+    done = reports.trigger_document(ui.store, ui.app, name, kind=kind or None, at=at or None)
+    if done["queued"]:
+        said = f"queued {done['kind']} {done['name']}: {done['what']} as work item {done['item']}; a worker runs it"
+    else:
+        said = f"{done['kind']} {done['name']}: {done['what']} was already queued as work item {done['item']} ({done['state']})"
+    return _back(_local(back, "/controls"), said)

@@ -18,6 +18,10 @@ function                               the command whose ``--json`` it is
 ``slot_balance_document``              ``vardiya slots balance --slots B --assign A --ids IDS``
                                        (B, A and IDS the job's scheme and source)
 ``backfill_preview_document``          ``vardiya slots backfill JOB --period P --dry-run``
+``pause_document``                     ``vardiya pause NAME [--kind K] [--reason R]``
+``resume_document``                    ``vardiya resume NAME [--kind K]``
+``trigger_document``                   ``vardiya trigger NAME [--kind K] [--at PLANNED]``
+``controls_document``                  ``vardiya app show`` (the entries), each with its pause
 =====================================  =========================================
 
 ``handlers_document`` has no single command: it is ``invoke metrics`` for each async and stream
@@ -34,6 +38,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..app import App
+from ..catalog import Entry, EntryKind, catalog, resolve
 from ..errors import InvalidInput
 from ..invoke import dlq as letters
 from ..invoke.handlers import Model
@@ -42,6 +47,7 @@ from ..pipeline import build_graph, rerun, task_impact
 from ..pipeline import status as pipeline_status
 from ..pipeline.grid import grid_svg
 from ..schedule.pipelines import ScheduledPipeline
+from ..service.manual import manual_run, queue_manual_run
 from ..service.status import status_report
 from ..slots.backfill import backfill
 from ..slots.balance import balance
@@ -60,6 +66,10 @@ __all__ = [
     "TICK_RECORDS_MAX",
     "LetterFilter",
     "backfill_preview_document",
+    "controls_document",
+    "pause_document",
+    "resume_document",
+    "trigger_document",
     "dead_letter_document",
     "dead_letters_document",
     "errors_document",
@@ -349,3 +359,66 @@ def tick_document(
         "limit": limit,
         "truncated": recorded > len(records),
     }
+
+
+def _entry(app: App | None, name: str, kind: str | None) -> Entry:
+    """NAME resolved as ``vardiya pause/resume/trigger`` resolve it (a name two kinds share needs kind)."""
+    if app is None:
+        raise InvalidInput("the dashboard was started without --app, so it knows nothing to pause, resume or trigger")
+    return resolve(app, name, EntryKind.parse(kind) if kind is not None else None)
+
+
+def _change_document(entry: Entry, change: Any, paused: bool) -> dict[str, Any]:
+    pause = change.pause
+    return {
+        "kind": entry.kind.control.value, "name": entry.name, "changed": change.changed,
+        "paused": paused, "pause": None if pause is None else pause.to_json(),
+    }
+
+
+def pause_document(
+    store: Store, app: App | None, name: str, *, kind: str | None = None, reason: str | None = None
+) -> dict[str, Any]:
+    """``vardiya pause NAME --json``: schedulers fire none of its runs, workers claim none of its items."""
+    entry = _entry(app, name, kind)
+    return _change_document(entry, store.controls.pause(entry.kind.control, entry.name, reason=reason), True)
+
+
+def resume_document(store: Store, app: App | None, name: str, *, kind: str | None = None) -> dict[str, Any]:
+    """``vardiya resume NAME --json``."""
+    entry = _entry(app, name, kind)
+    return _change_document(entry, store.controls.resume(entry.kind.control, entry.name), False)
+
+
+def trigger_document(
+    store: Store, app: App | None, name: str, *, kind: str | None = None, at: str | None = None
+) -> dict[str, Any]:
+    """``vardiya trigger NAME --json``: the run a scheduler would fire, queued for the workers now (the
+    same run twice is queued once; something paused is refused)."""
+    entry = _entry(app, name, kind)
+    assert app is not None
+    run = manual_run(app, entry.kind.control, entry.name, at, store.clock.now())  # bad at: nothing written
+    queued = queue_manual_run(store, run)
+    item = queued.item
+    assert item is not None
+    return {**run.to_json(), "queued": queued.new, "item": item.id, "state": item.state.value}
+
+
+#: The kinds a manual run exists for (``vardiya trigger``); handlers run on submit, pipelines by trigger.
+TRIGGERED_KINDS = frozenset({EntryKind.SLOT_JOB, EntryKind.PERIODIC, EntryKind.TRIGGER})
+
+
+def controls_document(store: Store, app: App | None) -> dict[str, Any]:
+    """Every entry of the app (``vardiya app show``'s), each with its pause if it is paused and whether
+    ``trigger`` can run it by hand."""
+    if app is None:
+        return {"entries": []}
+    pauses = {(pause.kind, pause.name): pause for pause in store.controls.paused()}
+    entries = []
+    for entry in catalog(app):
+        pause = pauses.get((entry.kind.control, entry.name))
+        entries.append({
+            **entry.to_json(), "control": entry.kind.control.value, "paused": pause is not None,
+            "pause": None if pause is None else pause.to_json(), "triggerable": entry.kind in TRIGGERED_KINDS,
+        })
+    return {"entries": entries}
