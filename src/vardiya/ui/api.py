@@ -301,3 +301,40 @@ def api_trigger(request: Request, body: TriggerRequest) -> dict[str, Any]:
     """Queue a run of NAME for the workers now, as the scheduler would fire it (the same run is queued once)."""
     ui = context_of(request)
     return reports.trigger_document(ui.store, ui.app, body.name, kind=body.kind, at=body.at)
+
+
+PlanPath = Annotated[str, Query(min_length=1, max_length=1_000, description="a file under the dashboard's working directory")]
+Policy = Annotated[str | None, Query(pattern="^(retry_batch|bisect|report_failures)$")]
+
+
+def plan_sizes(
+    sizes: Annotated[str | None, Query(max_length=1_000, description="batch sizes, e.g. 1,10,100 (default: the profile's)")] = None,
+) -> list[int] | None:
+    """``--sizes N,N,...``, read as ``vardiya plan batch-sweep`` reads it."""
+    if not sizes:
+        return None
+    found = []
+    for part in sizes.split(","):
+        try:
+            found.append(int(part.strip()))
+        except ValueError:
+            raise InvalidInput(f"sizes takes whole numbers separated by commas, e.g. 1,10,100; got {part.strip()!r}") from None
+    return found
+
+
+@router.get("/plan/batch-sweep", summary="vardiya plan batch-sweep --workload W --profile P --json")
+def api_plan_sweep(
+    request: Request, workload: PlanPath, profile: PlanPath,
+    sizes: Annotated[list[int] | None, Depends(plan_sizes)] = None, policy: Policy = None,
+) -> dict[str, Any]:
+    """One stream replay per batch size: the cheapest that fits the limit, and the fastest."""
+    return reports.sweep_document(context_of(request).root, workload, profile, sizes=sizes, policy=policy)
+
+
+@router.get("/plan/compare", summary="vardiya plan compare --workload W --profile P --json")
+def api_plan_compare(
+    request: Request, workload: PlanPath, profile: PlanPath,
+    batch_size: Annotated[int | None, Query(ge=1, le=1_000_000)] = None, dedup: bool = False,
+) -> dict[str, Any]:
+    """The three models side by side, and the stream's failure policies against each other."""
+    return reports.compare_document(context_of(request).root, workload, profile, batch_size=batch_size, dedup=dedup)

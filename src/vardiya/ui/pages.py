@@ -20,7 +20,7 @@ from fastapi.templating import Jinja2Templates
 from ..errors import InvalidInput
 from ..store.controls import REASON_MAX
 from . import reports
-from .api import ID_MAX, TEXT_MAX, known_slot_job, letter_filter
+from .api import ID_MAX, TEXT_MAX, known_slot_job, letter_filter, plan_sizes
 from .context import authorize, context_of, signed_in
 from .reports import LetterFilter
 
@@ -335,3 +335,35 @@ def trigger(
     else:
         said = f"{done['kind']} {done['name']}: {done['what']} was already queued as work item {done['item']} ({done['state']})"
     return _back(_local(back, "/controls"), said)
+
+
+@router.get("/planner", response_class=HTMLResponse)
+def planner(
+    request: Request,
+    workload: Annotated[str | None, Query(max_length=1_000)] = None,
+    profile: Annotated[str | None, Query(max_length=1_000)] = None,
+    sizes: Annotated[str | None, Query(max_length=1_000)] = None,
+    policy: Annotated[str | None, Query(pattern="^(retry_batch|bisect|report_failures)?$")] = None,
+    batch_size: Annotated[str | None, Query(max_length=20)] = None,
+) -> HTMLResponse:
+    """The batch-size sweep and the model comparison of a workload under a cost profile (files under the
+    dashboard's working directory), as the charts and tables of ``vardiya plan``."""
+    ui = context_of(request)
+    values: dict[str, Any] = {"workload": workload or "", "profile": profile or "", "sizes": sizes or "",
+                              "policy": policy or "", "batch_size": batch_size or "", "root": str(ui.root)}
+    if workload and profile:
+        size = None
+        if batch_size:
+            try:
+                size = int(batch_size)
+            except ValueError:
+                raise InvalidInput(f"batch_size must be a whole number, got {batch_size!r}") from None
+        swept = reports.plan_sweep(ui.root, workload, profile, sizes=plan_sizes(sizes), policy=policy or None)
+        compared = reports.plan_compare(ui.root, workload, profile, batch_size=size)
+        values |= {
+            "sweep": swept.to_json(), "sweep_chart": reports.sweep_chart(swept),
+            "comparison": compared.to_json(), "compare_chart": reports.compare_chart_svg(compared),
+            "query": urlencode({key: value for key, value in (
+                ("workload", workload), ("profile", profile), ("sizes", sizes), ("policy", policy)) if value}),
+        }
+    return _page(request, "planner.html", page="planner", **values)

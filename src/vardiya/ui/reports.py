@@ -22,6 +22,8 @@ function                               the command whose ``--json`` it is
 ``resume_document``                    ``vardiya resume NAME [--kind K]``
 ``trigger_document``                   ``vardiya trigger NAME [--kind K] [--at PLANNED]``
 ``controls_document``                  ``vardiya app show`` (the entries), each with its pause
+``sweep_document``                     ``vardiya plan batch-sweep --workload W --profile P``
+``compare_document``                   ``vardiya plan compare --workload W --profile P``
 =====================================  =========================================
 
 ``handlers_document`` has no single command: it is ``invoke metrics`` for each async and stream
@@ -35,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from ..app import App
@@ -46,12 +49,17 @@ from ..invoke.metrics import store_metrics
 from ..pipeline import build_graph, rerun, task_impact
 from ..pipeline import status as pipeline_status
 from ..pipeline.grid import grid_svg
+from ..plan.compare import Comparison, compare
+from ..plan.profile import Profile, load_profile
+from ..plan.replay import check_batch_size
+from ..plan.sweep import Sweep, sweep, sweep_chart_svg
+from ..plan.workload import Workload, load_workload
 from ..schedule.pipelines import ScheduledPipeline
 from ..service.manual import manual_run, queue_manual_run
 from ..service.status import status_report
 from ..slots.backfill import backfill
 from ..slots.balance import balance
-from ..slots.chart import report_chart_svg
+from ..slots.chart import bar_chart_svg, report_chart_svg
 from ..slots.closed import CLOSED_PERIODS
 from ..slots.job import SlotJob
 from ..slots.report import LedgerReport, ledger_report
@@ -65,7 +73,13 @@ __all__ = [
     "ERRORS_LIMIT_MAX",
     "TICK_RECORDS_MAX",
     "LetterFilter",
+    "PLAN_SIZES_MAX",
     "backfill_preview_document",
+    "compare_chart_svg",
+    "compare_document",
+    "plan_compare",
+    "plan_sweep",
+    "sweep_document",
     "controls_document",
     "pause_document",
     "resume_document",
@@ -422,3 +436,89 @@ def controls_document(store: Store, app: App | None) -> dict[str, Any]:
             "pause": None if pause is None else pause.to_json(), "triggerable": entry.kind in TRIGGERED_KINDS,
         })
     return {"entries": entries}
+
+
+#: The most batch sizes one sweep replays from the dashboard (each is one replay of the workload).
+PLAN_SIZES_MAX = 50
+
+
+def under_root(root: Path, given: str, what: str) -> Path:
+    """``given`` (relative to ``root``, or absolute) if it names a file under ``root``, else ``InvalidInput``:
+    the dashboard reads server-side files for the planner only below the directory it was started in,
+    so a request cannot make it read (and echo parts of) any other file of the machine."""
+    if not given or "\x00" in given:
+        raise InvalidInput(f"{what} is empty; give a path under {root}")
+    base = root.resolve()
+    found = (base / given).resolve()
+    if not found.is_relative_to(base):
+        raise InvalidInput(f"{what} {given!r} is outside the dashboard's working directory {base}; give a path under it")
+    if not found.is_file():
+        raise InvalidInput(f"{what} {given!r} is not a file under {base}")
+    return found
+
+
+def _plan_inputs(root: Path, workload: str, profile: str) -> tuple[Workload, Profile]:
+    """The profile first (as ``vardiya plan`` reads them: its errors are the likelier ones), then the workload."""
+    profile_path = under_root(root, profile, "profile")
+    workload_path = under_root(root, workload, "workload")
+    return load_workload(workload_path), load_profile(profile_path)
+
+
+def _sizes(sizes: Sequence[int] | None) -> list[int] | None:
+    if not sizes:
+        return None
+    if len(sizes) > PLAN_SIZES_MAX:
+        raise InvalidInput(f"give at most {PLAN_SIZES_MAX} batch sizes, got {len(sizes)}")
+    return [check_batch_size(size, "every one of sizes") for size in sizes]
+
+
+def plan_sweep(root: Path, workload: str, profile: str, *, sizes: Sequence[int] | None = None,
+               policy: str | None = None) -> Sweep:
+    """One stream replay per batch size, as ``vardiya plan batch-sweep`` replays them."""
+    chosen = _sizes(sizes)
+    loaded, costs = _plan_inputs(root, workload, profile)
+    return sweep(loaded, costs, sizes=chosen, policy=policy)
+
+
+def sweep_document(root: Path, workload: str, profile: str, *, sizes: Sequence[int] | None = None,
+                   policy: str | None = None) -> dict[str, Any]:
+    """``vardiya plan batch-sweep --json`` (without ``--plot``: the page draws the chart itself)."""
+    return plan_sweep(root, workload, profile, sizes=sizes, policy=policy).to_json()
+
+
+def plan_compare(root: Path, workload: str, profile: str, *, batch_size: int | None = None, dedup: bool = False) -> Comparison:
+    """The three models and the stream's policies, as ``vardiya plan compare`` replays them."""
+    size = None if batch_size is None else check_batch_size(batch_size, "batch_size")
+    loaded, costs = _plan_inputs(root, workload, profile)
+    return compare(loaded, costs, batch_size=size, dedup=dedup)
+
+
+def compare_document(root: Path, workload: str, profile: str, *, batch_size: int | None = None,
+                     dedup: bool = False) -> dict[str, Any]:
+    """``vardiya plan compare --json``."""
+    return plan_compare(root, workload, profile, batch_size=batch_size, dedup=dedup).to_json()
+
+
+def sweep_chart(result: Sweep) -> str:
+    """The chart of ``plan batch-sweep --plot``."""
+    return sweep_chart_svg(result)
+
+
+def compare_chart_svg(result: Comparison) -> str:
+    """The models and the stream's policies side by side (cost, caller wait, completion p99, dead
+    letters), drawn as the sweep's chart is; a row that cannot fit the time limit in red."""
+    rows = [*result.models, *(row for row in result.policies if all(row is not model for model in result.models))]
+    labels = [row.model.value if row.policy is None else f"stream {row.policy.value}" for row in rows]
+    return bar_chart_svg(
+        f"models and stream policies compared (stream batch size {result.batch_size})",
+        labels,
+        {
+            "cost": [row.cost for row in rows],
+            "caller wait (ms)": [row.metrics.caller_wait_ms or 0.0 for row in rows],
+            "completion p99 (s)": [row.metrics.completion_p99_ms / 1000 for row in rows],
+            "dead letters": [float(row.metrics.dead_letter) for row in rows],
+        },
+        highlight=[index for index, row in enumerate(rows) if not row.fits_limit],
+        highlight_label="cannot fit the time limit",
+        x_label="model",
+    )
