@@ -62,8 +62,11 @@ def test_the_balance_report_is_slots_balance_of_the_jobs_ids(failed_tick: Dashbo
     assert result.code == 0, result.stderr
     api = failed_tick.client.get("/api/slots/rolling/balance").json()
     assert api == json.loads(result.stdout) and api["counts"] == [10, 10, 10, 10]
-    page = failed_tick.client.get("/slots", params={"job": "rolling"}).text
+    assert 'href="/slots/rolling/balance"' in failed_tick.client.get("/slots", params={"job": "rolling"}).text
+    page = failed_tick.client.get("/slots/rolling/balance").text
     assert 'id="slot-balance">40 ids' in page and html.escape(api["recommendation"]) in page
+    assert page.count("<td class=\"n\">10</td>") == 4
+    assert failed_tick.client.get("/slots/nope/balance").status_code == 404
 
 
 def test_closed_periods_not_done_records_are_on_the_job_page(failed_tick: Dashboard) -> None:

@@ -233,13 +233,14 @@ def slot_jobs(
 ) -> HTMLResponse:
     """Each slot job's next tick, lateness and period figures (from ``status``), and one job's page: its
     ledger by slot as the chart of ``slots report --plot`` (its current period unless ``period`` says),
-    each slot linking to its tick, the balance report of its ids, and its closed periods' not-done
-    records (``status``'s ``not_done``, each with the backfill it needs)."""
+    each slot linking to its tick, and its closed periods' not-done records (``status``'s ``not_done``,
+    each with the backfill it needs). The balance report has a page of its own: it reads every id of
+    the job's source, which a page opened on every visit should not pay for."""
     ui = context_of(request)
     status = reports.status_document(ui.store, ui.app)
     jobs = status["jobs"]
     chosen = job or (jobs[0]["job"] if jobs else None)
-    chart, report, balance, entry, control = None, None, None, None, None
+    chart, report, entry, control = None, None, None, None
     not_done: list[dict[str, Any]] = []
     if chosen is not None:
         if ui.app is None or chosen not in ui.app.slot_jobs:
@@ -249,13 +250,19 @@ def slot_jobs(
         if key is not None:
             found = reports.slot_report(ui.store, ui.app, chosen, key)
             chart, report = reports.slot_report_chart(found), found.to_json()
-        balance = reports.slot_balance_document(ui.app, chosen)
         not_done = [each for each in status["not_done"] if each["job"] == chosen]
         control = next(each for each in reports.controls_document(ui.store, ui.app)["entries"]
                        if each["control"] == "slot_job" and each["name"] == chosen)
     return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, chart=chart, report=report,
-                 balance=balance, not_done=not_done, entry=entry, control=control,
+                 not_done=not_done, entry=entry, control=control,
                  back=f"/slots?{urlencode({'job': chosen})}" if chosen else "/slots")
+
+
+@router.get("/slots/{job}/balance", response_class=HTMLResponse)
+def slot_balance(request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)]) -> HTMLResponse:
+    """How evenly the job's ids fill its slots, with advice: ``vardiya slots balance`` of its source."""
+    ui = known_slot_job(request, job)
+    return _page(request, "balance.html", page="slots", chosen=job, balance=reports.slot_balance_document(ui.app, job))
 
 
 @router.get("/slots/{job}/ticks/{period}/{slot}", response_class=HTMLResponse)
