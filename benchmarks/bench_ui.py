@@ -11,7 +11,8 @@ the time is the server's: routing, the store's reads, the documents and the temp
 The target is p95 <= 300 ms per endpoint (issue 17); each line says met or NOT met.
 
 Run: ``.venv/bin/python benchmarks/bench_ui.py [--backend sqlite|postgresql|both] [--pg-url URL]
-[--ledger 1000000] [--items 100000] [--partitions 1000] [--requests 20]``.
+[--ledger 1000000] [--items 100000] [--partitions 1000] [--requests 20] [--runs 1]``. It exits 1 when an
+endpoint answers anything but 200 (the store was not filled as the endpoints expect), never on the target.
 """
 
 from __future__ import annotations
@@ -84,8 +85,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--items", type=int, default=100_000, help="work items (default 100,000)")
     parser.add_argument("--partitions", type=int, default=1_000, help=f"partitions of each of {STAGES} stages (default 1,000)")
     parser.add_argument("--requests", type=int, default=20, help="timed requests per endpoint (default 20)")
+    parser.add_argument("--runs", type=int, default=1, help="rounds of --requests per endpoint, pooled (default 1; run_all.sh passes it)")
     args = parser.parse_args()
-    if min(args.ledger, args.items, args.partitions, args.requests) <= 0 or args.ledger % 10:
+    if min(args.ledger, args.items, args.partitions, args.requests, args.runs) <= 0 or args.ledger % 10:
         parser.error("the sizes must be positive, and --ledger a multiple of 10")
     args.backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
     return args
@@ -172,7 +174,7 @@ def endpoints(dead_letter: int, partitions: int) -> Iterator[str]:
     period, task = _period(5), f"s5@p{partitions // 2:04d}"
     yield from (
         "/", "/fragments/overview", "/handlers", "/errors", "/controls", f"/dead-letters/{dead_letter}",
-        f"/slots?job={JOB}&period={period}", f"/slots/{JOB}/ticks/{period}/7",
+        f"/slots?job={JOB}&period={period}", f"/slots/{JOB}/ticks/{period}/7", f"/slots/{JOB}/balance",
         "/pipelines", "/pipelines/big", f"/pipelines/big/tasks/{task}", f"/pipelines/big/rerun?task={task}",
         "/api/status", "/api/errors", "/api/dlq", f"/api/dlq/{dead_letter}", "/api/handlers",
         "/api/handlers/validate/metrics", "/api/controls",
@@ -209,7 +211,7 @@ def run(backend: str, args: argparse.Namespace) -> list[tuple[str, float, float]
                     if answer.status_code != 200:
                         raise SystemExit(f"[{backend}] {path} answered {answer.status_code}: {answer.text[:300]}")
                     times = []
-                    for _ in range(args.requests):
+                    for _ in range(args.requests * args.runs):
                         begun = time.perf_counter()
                         client.get(path)
                         times.append((time.perf_counter() - begun) * 1000)

@@ -180,10 +180,8 @@ def pipeline(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) 
     """The stage x partition grid (the colours of ``pipeline status --plot``) and every task's state."""
     _pipeline_names(request, name)
     ui = context_of(request)
-    return _page(
-        request, "pipeline.html", page="pipelines", name=name,
-        status=reports.pipeline_status_document(ui.store, ui.app, name), grid=reports.pipeline_grid(ui.store, ui.app, name),
-    )
+    status, grid = reports.pipeline_view(ui.store, ui.app, name)
+    return _page(request, "pipeline.html", page="pipelines", name=name, status=status, grid=grid)
 
 
 @router.get("/pipelines/{name}/tasks/{task}", response_class=HTMLResponse)

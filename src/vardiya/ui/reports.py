@@ -46,7 +46,7 @@ from ..errors import InvalidInput
 from ..invoke import dlq as letters
 from ..invoke.handlers import Model
 from ..invoke.metrics import store_metrics
-from ..pipeline import build_graph, rerun, task_impact
+from ..pipeline import rerun, task_impact
 from ..pipeline import status as pipeline_status
 from ..pipeline.grid import grid_svg
 from ..plan.compare import Comparison, compare
@@ -251,21 +251,26 @@ def _pipeline(app: App | None, name: str) -> ScheduledPipeline:
 
 
 def pipeline_status_document(store: Store, app: App | None, name: str) -> dict[str, Any]:
-    """``vardiya pipeline status PIPE --json`` for a pipeline of the app."""
-    return pipeline_status(store, _pipeline(app, name).pipeline).to_json()
+    """``vardiya pipeline status PIPE --json`` for a pipeline of the app (its graph built once, at load)."""
+    return pipeline_status(store, _pipeline(app, name).graph).to_json()
+
+
+def pipeline_view(store: Store, app: App | None, name: str) -> tuple[dict[str, Any], str]:
+    """The status document and the grid of one pipeline from one read of its tasks (a page shows both)."""
+    graph = _pipeline(app, name).graph
+    current = pipeline_status(store, graph)
+    grid = grid_svg(graph, current.tasks, title=f"pipeline {graph.pipeline}: task states", stale=current.stale)
+    return current.to_json(), grid
 
 
 def pipeline_grid(store: Store, app: App | None, name: str) -> str:
     """The stage x partition grid coloured by state, the SVG of ``pipeline status --plot``."""
-    definition = _pipeline(app, name).pipeline
-    current = pipeline_status(store, definition)
-    graph = build_graph(definition)
-    return grid_svg(graph, current.tasks, title=f"pipeline {graph.pipeline}: task states", stale=current.stale)
+    return pipeline_view(store, app, name)[1]
 
 
 def pipeline_impact_document(app: App | None, name: str, task: str) -> dict[str, Any]:
     """``vardiya pipeline impact PIPE --task T --json``: the blast radius and the exact rerun list."""
-    graph = build_graph(_pipeline(app, name).pipeline)
+    graph = _pipeline(app, name).graph
     if task not in graph.names:
         raise InvalidInput(f"pipeline {name!r} has no task {task!r}; a task is STAGE@PARTITION")
     return task_impact(graph, task).to_json()
