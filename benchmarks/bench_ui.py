@@ -36,6 +36,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from vardiya.app import load_app  # noqa: E402
 from vardiya.store import LedgerStatus, Store, open_store  # noqa: E402
+from vardiya.store.api import upgrade_store  # noqa: E402
 from vardiya.store.failures import LedgerFailure  # noqa: E402
 from vardiya.store.schema import attempts, pipeline_runs, pipeline_task_runs, pipeline_tasks, work_items  # noqa: E402
 from vardiya.ui import Guard, create_app  # noqa: E402
@@ -192,6 +193,8 @@ def run(backend: str, args: argparse.Namespace) -> list[tuple[str, float, float]
             slots=SLOTS, records=args.ledger // 10, partitions=args.partitions, stages=STAGES, root=app_file.parent / "out"))
         try:
             app = load_app(f"{app_file}:app")
+            if backend == "postgresql":
+                upgrade_store(place.store_url)
             with open_store(place.store_url, create=True) as store:
                 started = time.perf_counter()
                 fill_ledger(store, args.ledger)
