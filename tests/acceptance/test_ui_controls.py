@@ -112,6 +112,13 @@ def test_the_buttons_pause_trigger_and_resume(dashboard: Dashboard) -> None:
     said = unquote_plus(queued.headers["location"])
     assert queued.status_code == 303 and "queued slot_job rolling: slot 1 of period 2026-12-01" in said
     assert dashboard.client.get("/api/status").json()["items"]["tick"]["pending"] == 1
+    # what is paused can be resumed from the overview
+    client.post("/api/pause", json={"name": "validate"}, headers={"X-CSRF-Token": csrf})
+    overview = client.get("/fragments/overview").text
+    assert 'data-paused="validate"' in overview and 'value="handler"><input type="hidden" name="back" value="/">' in overview
+    again = client.post("/controls/resume", data={"name": "validate", "kind": "handler", "back": "/", "csrf": csrf},
+                        follow_redirects=False)
+    assert again.headers["location"].startswith("/?done=resumed+handler+validate") and not _state(dashboard, "validate")
     read_only = dashboard.client
     read_only.cookies.clear()
     assert 'data-action="pause"' not in read_only.get("/controls").text
