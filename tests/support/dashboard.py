@@ -29,7 +29,8 @@ app.handler("validate", model="async", retry=RetryPolicy(max_attempts=2, wait=Fi
 
 @app.slot_job("rolling", scheme=SlotScheme(slots=4), source=IterableSource(range(40)))
 def rolling(record):
-    pass
+    if record == 13 and Path(__file__).with_name("broken_rolling").exists():
+        raise ValueError("record 13 does not add up")
 
 grid = Pipeline("grid")
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigurationError, InvalidInput
 from ..slots.closed import CLOSED_PERIODS
+from ..store.controls import REASON_MAX
 from . import reports
 from .context import context_of, require_token
 from .reports import LetterFilter
@@ -204,7 +205,136 @@ def api_slot_report(
     period: Annotated[str, Query(min_length=1, max_length=60, description="the period key, e.g. 2026-12-01")],
 ) -> dict[str, Any]:
     """Per-slot load of a slot job in one period, from the ledger."""
+    ui = known_slot_job(request, job)
+    return reports.slot_report_document(ui.store, ui.app, job, period)
+
+
+def known_slot_job(request: Request, job: str) -> Any:
+    """The context, once ``job`` is known to be one of the app's slot jobs (else 404)."""
     ui = context_of(request)
     if ui.app is None or job not in ui.app.slot_jobs:
         raise HTTPException(404, f"no slot job {job!r} in the dashboard's app")
-    return reports.slot_report_document(ui.store, ui.app, job, period)
+    return ui
+
+
+Period = Annotated[str, Query(min_length=1, max_length=60, description="the period key, e.g. 2026-12-01")]
+
+
+@router.get("/slots/{job}/balance", summary="vardiya slots balance --slots B --assign A --json, of the job's ids")
+def api_slot_balance(request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)]) -> dict[str, Any]:
+    """How evenly the job's source fills its scheme's slots, what patterns its ids share with B, mod or hash."""
+    ui = known_slot_job(request, job)
+    return reports.slot_balance_document(ui.app, job)
+
+
+@router.get("/slots/{job}/backfill-preview", summary="vardiya slots backfill JOB --period P --dry-run --json")
+def api_backfill_preview(
+    request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)], period: Period,
+) -> dict[str, Any]:
+    """The not-done records of a closed period, per slot: what a backfill would run (nothing is written)."""
+    ui = known_slot_job(request, job)
+    return reports.backfill_preview_document(ui.store, ui.app, job, period)
+
+
+@router.get("/slots/{job}/ticks/{period}/{slot}", summary="one tick: its slot's records, outcomes and errors")
+def api_tick(
+    request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)],
+    period: Annotated[str, Path(min_length=1, max_length=60)], slot: Annotated[int, Path(ge=0, le=1_000_000)],
+    limit: Annotated[int, Query(ge=1, le=reports.TICK_RECORDS_MAX)] = 200,
+) -> dict[str, Any]:
+    """The tick's window and the ledger's counts, and its records (failed first) with their last failures."""
+    ui = known_slot_job(request, job)
+    return reports.tick_document(ui.store, ui.app, job, period, slot, limit=limit)
+
+
+_KIND_HELP = "slot_job, handler, periodic, pipeline or trigger: needed when two kinds share NAME"
+
+
+class PauseRequest(BaseModel):
+    """``vardiya pause``'s NAME and options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=TEXT_MAX, description="a slot job, handler, periodic function, pipeline or PIPELINE:TRIGGER")
+    kind: str | None = Field(default=None, max_length=40, description=_KIND_HELP)
+    reason: str | None = Field(default=None, max_length=REASON_MAX, description="why, shown by vardiya status")
+
+
+class ResumeRequest(BaseModel):
+    """``vardiya resume``'s NAME and options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=TEXT_MAX)
+    kind: str | None = Field(default=None, max_length=40, description=_KIND_HELP)
+
+
+class TriggerRequest(ResumeRequest):
+    """``vardiya trigger``'s NAME and options."""
+
+    at: str | None = Field(default=None, max_length=60, description="the planned time, or a partition key of a trigger")
+
+
+@router.get("/controls", summary="the app's entries (vardiya app show), each with its pause")
+def api_controls(request: Request) -> dict[str, Any]:
+    """What can be paused, resumed and triggered, and what is paused now."""
+    ui = context_of(request)
+    return reports.controls_document(ui.store, ui.app)
+
+
+@router.post("/pause", summary="vardiya pause NAME --json", dependencies=[Depends(require_token)])
+def api_pause(request: Request, body: PauseRequest) -> dict[str, Any]:
+    """Pause NAME: schedulers fire none of its runs, workers claim none of its items, until resumed."""
+    ui = context_of(request)
+    return reports.pause_document(ui.store, ui.app, body.name, kind=body.kind, reason=body.reason)
+
+
+@router.post("/resume", summary="vardiya resume NAME --json", dependencies=[Depends(require_token)])
+def api_resume(request: Request, body: ResumeRequest) -> dict[str, Any]:
+    """Resume NAME: its queued items run again, its schedule's catch-up policy decides the missed runs."""
+    ui = context_of(request)
+    return reports.resume_document(ui.store, ui.app, body.name, kind=body.kind)
+
+
+@router.post("/trigger", summary="vardiya trigger NAME --json", dependencies=[Depends(require_token)])
+def api_trigger(request: Request, body: TriggerRequest) -> dict[str, Any]:
+    """Queue a run of NAME for the workers now, as the scheduler would fire it (the same run is queued once)."""
+    ui = context_of(request)
+    return reports.trigger_document(ui.store, ui.app, body.name, kind=body.kind, at=body.at)
+
+
+PlanPath = Annotated[str, Query(min_length=1, max_length=1_000, description="a file under the dashboard's working directory")]
+Policy = Annotated[str | None, Query(pattern="^(retry_batch|bisect|report_failures)$")]
+
+
+def plan_sizes(
+    sizes: Annotated[str | None, Query(max_length=1_000, description="batch sizes, e.g. 1,10,100 (default: the profile's)")] = None,
+) -> list[int] | None:
+    """``--sizes N,N,...``, read as ``vardiya plan batch-sweep`` reads it."""
+    if not sizes:
+        return None
+    found = []
+    for part in sizes.split(","):
+        try:
+            found.append(int(part.strip()))
+        except ValueError:
+            raise InvalidInput(f"sizes takes whole numbers separated by commas, e.g. 1,10,100; got {part.strip()!r}") from None
+    return found
+
+
+@router.get("/plan/batch-sweep", summary="vardiya plan batch-sweep --workload W --profile P --json")
+def api_plan_sweep(
+    request: Request, workload: PlanPath, profile: PlanPath,
+    sizes: Annotated[list[int] | None, Depends(plan_sizes)] = None, policy: Policy = None,
+) -> dict[str, Any]:
+    """One stream replay per batch size: the cheapest that fits the limit, and the fastest."""
+    return reports.sweep_document(context_of(request).root, workload, profile, sizes=sizes, policy=policy)
+
+
+@router.get("/plan/compare", summary="vardiya plan compare --workload W --profile P --json")
+def api_plan_compare(
+    request: Request, workload: PlanPath, profile: PlanPath,
+    batch_size: Annotated[int | None, Query(ge=1, le=1_000_000)] = None, dedup: bool = False,
+) -> dict[str, Any]:
+    """The three models side by side, and the stream's failure policies against each other."""
+    return reports.compare_document(context_of(request).root, workload, profile, batch_size=batch_size, dedup=dedup)

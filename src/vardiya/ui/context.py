@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from fastapi import HTTPException, Request
 
@@ -16,11 +17,13 @@ __all__ = ["UiContext", "authorize", "context_of", "require_token", "signed_in"]
 @dataclass(frozen=True, kw_only=True)
 class UiContext:
     """One server's store (opened once, shared by the requests: its engine pools connections), the app
-    named by ``--app`` (None: no jobs, handlers or pipelines are known) and its guard."""
+    named by ``--app`` (None: no jobs, handlers or pipelines are known), its guard, and the directory
+    whose files the planner may read (the working directory it was started in)."""
 
     store: Store
     app: App | None
     guard: Guard
+    root: Path = field(default_factory=Path.cwd)
 
 
 def context_of(request: Request) -> UiContext:

@@ -18,8 +18,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from ..errors import InvalidInput
+from ..store.controls import REASON_MAX
 from . import reports
-from .api import ID_MAX, TEXT_MAX, letter_filter
+from .api import ID_MAX, TEXT_MAX, known_slot_job, letter_filter, plan_sizes
 from .context import authorize, context_of, signed_in
 from .reports import LetterFilter
 
@@ -44,7 +45,8 @@ def _page(request: Request, template: str, status_code: int = 200, **values: Any
 
 
 def _back(path: str, message: str) -> RedirectResponse:
-    return RedirectResponse(f"{path}?{urlencode({'done': message})}", status_code=303)
+    joint = "&" if "?" in path else "?"
+    return RedirectResponse(f"{path}{joint}{urlencode({'done': message})}", status_code=303)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -178,10 +180,8 @@ def pipeline(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) 
     """The stage x partition grid (the colours of ``pipeline status --plot``) and every task's state."""
     _pipeline_names(request, name)
     ui = context_of(request)
-    return _page(
-        request, "pipeline.html", page="pipelines", name=name,
-        status=reports.pipeline_status_document(ui.store, ui.app, name), grid=reports.pipeline_grid(ui.store, ui.app, name),
-    )
+    status, grid = reports.pipeline_view(ui.store, ui.app, name)
+    return _page(request, "pipeline.html", page="pipelines", name=name, status=status, grid=grid)
 
 
 @router.get("/pipelines/{name}/tasks/{task}", response_class=HTMLResponse)
@@ -229,17 +229,146 @@ def slot_jobs(
     request: Request, job: Annotated[str | None, Query(max_length=TEXT_MAX)] = None,
     period: Annotated[str | None, Query(max_length=60)] = None,
 ) -> HTMLResponse:
-    """Each slot job's next tick, lateness and period figures (from ``status``), and one job's ledger by
-    slot as the chart of ``slots report --plot`` (its current period unless ``period`` says)."""
+    """Each slot job's next tick, lateness and period figures (from ``status``), and one job's page: its
+    ledger by slot as the chart of ``slots report --plot`` (its current period unless ``period`` says),
+    each slot linking to its tick, and its closed periods' not-done records (``status``'s ``not_done``,
+    each with the backfill it needs). The balance report has a page of its own: it reads every id of
+    the job's source, which a page opened on every visit should not pay for."""
     ui = context_of(request)
-    jobs = reports.status_document(ui.store, ui.app)["jobs"]
+    status = reports.status_document(ui.store, ui.app)
+    jobs = status["jobs"]
     chosen = job or (jobs[0]["job"] if jobs else None)
-    chart, report = None, None
+    chart, report, entry, control = None, None, None, None
+    not_done: list[dict[str, Any]] = []
     if chosen is not None:
         if ui.app is None or chosen not in ui.app.slot_jobs:
             raise HTTPException(404, f"no slot job {chosen!r} in the dashboard's app")
-        key = period or next((entry["period"] for entry in jobs if entry["job"] == chosen and entry["period"]), None)
+        entry = next((each for each in jobs if each["job"] == chosen), None)
+        key = period or (entry["period"] if entry else None)
         if key is not None:
             found = reports.slot_report(ui.store, ui.app, chosen, key)
             chart, report = reports.slot_report_chart(found), found.to_json()
-    return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, chart=chart, report=report)
+        not_done = [each for each in status["not_done"] if each["job"] == chosen]
+        control = next(each for each in reports.controls_document(ui.store, ui.app)["entries"]
+                       if each["control"] == "slot_job" and each["name"] == chosen)
+    return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, chart=chart, report=report,
+                 not_done=not_done, entry=entry, control=control,
+                 back=f"/slots?{urlencode({'job': chosen})}" if chosen else "/slots")
+
+
+@router.get("/slots/{job}/balance", response_class=HTMLResponse)
+def slot_balance(request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)]) -> HTMLResponse:
+    """How evenly the job's ids fill its slots, with advice: ``vardiya slots balance`` of its source."""
+    ui = known_slot_job(request, job)
+    return _page(request, "balance.html", page="slots", chosen=job, balance=reports.slot_balance_document(ui.app, job))
+
+
+@router.get("/slots/{job}/ticks/{period}/{slot}", response_class=HTMLResponse)
+def slot_tick(
+    request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)],
+    period: Annotated[str, Path(min_length=1, max_length=60)], slot: Annotated[int, Path(ge=0, le=1_000_000)],
+) -> HTMLResponse:
+    """One tick: its slot's window, the ledger's counts, and its records (failed first) with their
+    outcomes, errors and the tracebacks ``vardiya errors`` shows."""
+    ui = known_slot_job(request, job)
+    document = reports.tick_document(ui.store, ui.app, job, period, slot)
+    return _page(request, "tick.html", page="slots", tick=document)
+
+
+def _local(path: str | None, fallback: str) -> str:
+    """Where a form sends the browser back to: a path of this dashboard only (never another site)."""
+    if path and path.startswith("/") and not path.startswith("//") and "\\" not in path and len(path) <= 2_000:
+        return path
+    return fallback
+
+
+@router.get("/controls", response_class=HTMLResponse)
+def controls(request: Request) -> HTMLResponse:
+    """Everything the app registers, what is paused, and the pause, resume and trigger buttons."""
+    ui = context_of(request)
+    return _page(request, "controls.html", page="controls", entries=reports.controls_document(ui.store, ui.app)["entries"])
+
+
+@router.post("/controls/pause")
+def pause(
+    request: Request,
+    name: Annotated[str, Form(min_length=1, max_length=TEXT_MAX)],
+    kind: Annotated[str | None, Form(max_length=40)] = None,
+    reason: Annotated[str | None, Form(max_length=REASON_MAX)] = None,
+    back: Annotated[str | None, Form(max_length=2_000)] = None,
+    csrf: Annotated[str | None, Form()] = None,
+) -> Response:
+    """``vardiya pause NAME`` from a button (the token's cookie and the form's CSRF token are required)."""
+    authorize(request, csrf)
+    ui = context_of(request)
+    done = reports.pause_document(ui.store, ui.app, name, kind=kind or None, reason=reason or None)
+    what = f"{done['kind']} {done['name']}"
+    return _back(_local(back, "/controls"), f"paused {what}" if done["changed"] else f"{what} was already paused; nothing changed")
+
+
+@router.post("/controls/resume")
+def resume(
+    request: Request,
+    name: Annotated[str, Form(min_length=1, max_length=TEXT_MAX)],
+    kind: Annotated[str | None, Form(max_length=40)] = None,
+    back: Annotated[str | None, Form(max_length=2_000)] = None,
+    csrf: Annotated[str | None, Form()] = None,
+) -> Response:
+    """``vardiya resume NAME`` from a button (token cookie and CSRF token required)."""
+    authorize(request, csrf)
+    ui = context_of(request)
+    done = reports.resume_document(ui.store, ui.app, name, kind=kind or None)
+    what = f"{done['kind']} {done['name']}"
+    return _back(_local(back, "/controls"), f"resumed {what}" if done["changed"] else f"{what} is not paused; nothing changed")
+
+
+@router.post("/controls/trigger")
+def trigger(
+    request: Request,
+    name: Annotated[str, Form(min_length=1, max_length=TEXT_MAX)],
+    kind: Annotated[str | None, Form(max_length=40)] = None,
+    at: Annotated[str | None, Form(max_length=60)] = None,
+    back: Annotated[str | None, Form(max_length=2_000)] = None,
+    csrf: Annotated[str | None, Form()] = None,
+) -> Response:
+    """``vardiya trigger NAME`` from a button (token cookie and CSRF token required)."""
+    authorize(request, csrf)
+    ui = context_of(request)
+    done = reports.trigger_document(ui.store, ui.app, name, kind=kind or None, at=at or None)
+    if done["queued"]:
+        said = f"queued {done['kind']} {done['name']}: {done['what']} as work item {done['item']}; a worker runs it"
+    else:
+        said = f"{done['kind']} {done['name']}: {done['what']} was already queued as work item {done['item']} ({done['state']})"
+    return _back(_local(back, "/controls"), said)
+
+
+@router.get("/planner", response_class=HTMLResponse)
+def planner(
+    request: Request,
+    workload: Annotated[str | None, Query(max_length=1_000)] = None,
+    profile: Annotated[str | None, Query(max_length=1_000)] = None,
+    sizes: Annotated[str | None, Query(max_length=1_000)] = None,
+    policy: Annotated[str | None, Query(pattern="^(retry_batch|bisect|report_failures)?$")] = None,
+    batch_size: Annotated[str | None, Query(max_length=20)] = None,
+) -> HTMLResponse:
+    """The batch-size sweep and the model comparison of a workload under a cost profile (files under the
+    dashboard's working directory), as the charts and tables of ``vardiya plan``."""
+    ui = context_of(request)
+    values: dict[str, Any] = {"workload": workload or "", "profile": profile or "", "sizes": sizes or "",
+                              "policy": policy or "", "batch_size": batch_size or "", "root": str(ui.root)}
+    if workload and profile:
+        size = None
+        if batch_size:
+            try:
+                size = int(batch_size)
+            except ValueError:
+                raise InvalidInput(f"batch_size must be a whole number, got {batch_size!r}") from None
+        swept = reports.plan_sweep(ui.root, workload, profile, sizes=plan_sizes(sizes), policy=policy or None)
+        compared = reports.plan_compare(ui.root, workload, profile, batch_size=size)
+        values |= {
+            "sweep": swept.to_json(), "sweep_chart": reports.sweep_chart(swept),
+            "comparison": compared.to_json(), "compare_chart": reports.compare_chart_svg(compared),
+            "query": urlencode({key: value for key, value in (
+                ("workload", workload), ("profile", profile), ("sizes", sizes), ("policy", policy)) if value}),
+        }
+    return _page(request, "planner.html", page="planner", **values)

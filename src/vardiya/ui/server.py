@@ -44,8 +44,9 @@ def _wants_html(request: Request) -> bool:
     return not request.url.path.startswith("/api/")
 
 
-def create_app(store: Store, app: App | None, guard: Guard) -> FastAPI:
-    """The dashboard over ``store`` (kept open by the caller), for ``app``'s jobs, handlers, pipelines."""
+def create_app(store: Store, app: App | None, guard: Guard, *, root: Path | None = None) -> FastAPI:
+    """The dashboard over ``store`` (kept open by the caller), for ``app``'s jobs, handlers, pipelines;
+    the planner reads workloads and profiles under ``root`` only (default: the working directory)."""
     server = FastAPI(
         title="vardiya dashboard API",
         version=__version__,
@@ -54,7 +55,7 @@ def create_app(store: Store, app: App | None, guard: Guard) -> FastAPI:
         docs_url="/api/docs",
         redoc_url=None,
     )
-    server.state.ui = UiContext(store=store, app=app, guard=guard)
+    server.state.ui = UiContext(store=store, app=app, guard=guard, root=(root or Path.cwd()).resolve())
     server.mount("/static", StaticFiles(directory=_STATIC), name="static")
     server.include_router(api.router)
     server.include_router(pages.router)
