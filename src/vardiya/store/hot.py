@@ -1,4 +1,5 @@
-"""The hot statements: enqueue, claim, complete and ledger marks, written once per dialect, run as driver SQL.
+"""The hot statements: claim, complete and ledger marks (the enqueues in ``hot_enqueue``), written once
+per dialect, run as driver SQL.
 
 Everything else in the store goes through SQLAlchemy Core. These run for every work item or record,
 and there SQLAlchemy's per-call statement building, parameter processing and type coercion cost more
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from itertools import chain
@@ -37,6 +38,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..clock import ensure_aware
+from .hot_enqueue import _SQLITE_IDS_PER_STATEMENT, EnqueueSQL
 from .records import CLAIM_ROW_FIELDS, ItemState, LedgerStatus, WorkItem, claim_tail, claimed_items, record_key
 from .url import Backend
 
@@ -192,74 +194,6 @@ UPDATE work_items SET state = {_SUCCEEDED}, lease_until = NULL, updated_at = ?, 
  WHERE work_items.id = v.column1 AND work_items.state = {_RUNNING} AND work_items.lease_owner = ?{{returning}}
 """
 
-# A bulk enqueue, the items given as (kind, key, payload JSON text, max_attempts, run_after) rows or,
-# for items of one kind that share their attempts and time, as (key, payload) pairs with the shared
-# values bound once (a tenth faster for a bulk submit than the rows). No (kind, key) twice. The key
-# goes into ``work_item_keys`` first and an existing (kind, key) is kept as it is; the item is
-# inserted only for a key that was new, with the id its key row took (migration 0007). The new items
-# come back as (kind, key, id).
-_ENQUEUE_COLUMNS = "kind, key, payload, state, attempts, max_attempts, run_after, created_at, updated_at"
-_POSTGRES_ENQUEUE_KEYS = """given AS ({given}), fresh AS (
-    INSERT INTO work_item_keys (kind, key, item_id)
-    SELECT given.kind, given.key, nextval('work_items_id_seq') FROM given
-    ON CONFLICT DO NOTHING
-    RETURNING kind, key, item_id
-)"""
-_POSTGRES_ENQUEUE_ITEMS = f"""INSERT INTO work_items (id, {{columns}})
-SELECT fresh.item_id, fresh.kind, fresh.key, given.payload::jsonb, {_PENDING}, 0, given.max_attempts,
-       given.run_after, %s, %s{{queue}}
-  FROM fresh JOIN given ON given.kind = fresh.kind AND given.key = fresh.key
-RETURNING kind, key, id"""
-_POSTGRES_ENQUEUE = f"WITH {_POSTGRES_ENQUEUE_KEYS}\n{_POSTGRES_ENQUEUE_ITEMS}"
-# The same, as one statement that also wakes idle workers (``pg_notify``, delivered at commit; one
-# notification repeated in a transaction is delivered once). Run on its own in autocommit it is one
-# round trip, where BEGIN, the insert, a NOTIFY and COMMIT were four: the single submit of a web
-# request (benchmarks/bench_enqueue.py).
-_POSTGRES_ENQUEUE_WAKE = (
-    f"WITH {_POSTGRES_ENQUEUE_KEYS}, made AS (\n{_POSTGRES_ENQUEUE_ITEMS}\n)\n"
-    f"SELECT made.kind, made.key, made.id, pg_notify(%s, made.kind) FROM made"
-)
-_POSTGRES_ENQUEUE_ROWS = _POSTGRES_ENQUEUE.format(
-    columns=_ENQUEUE_COLUMNS,
-    queue="",
-    given="SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::timestamptz[])"
-    " AS t (kind, key, payload, max_attempts, run_after)",
-)
-# The items of one kind share their queue too (the rows' items, of any kind, are in "default").
-_GIVEN_KIND = (
-    "SELECT %s::text AS kind, t.key, t.payload, %s::int AS max_attempts, %s::timestamptz AS run_after,"
-    " %s::text AS queue FROM unnest(%b::text[], %b::text[]) AS t (key, payload)"
-)
-_POSTGRES_ENQUEUE_KIND = _POSTGRES_ENQUEUE.format(
-    columns=_ENQUEUE_COLUMNS + ", queue", queue=", given.queue", given=_GIVEN_KIND
-)
-_POSTGRES_ENQUEUE_KIND_WAKE = _POSTGRES_ENQUEUE_WAKE.format(
-    columns=_ENQUEUE_COLUMNS + ", queue", queue=", given.queue", given=_GIVEN_KIND
-)
-# SQLite runs one write transaction at a time: within it, a key absent from work_item_keys stays absent
-# until this transaction adds it, so the check and the two inserts need no ON CONFLICT.
-_SQLITE_ENQUEUE = f"""
-INSERT INTO work_items ({_ENQUEUE_COLUMNS}{{queue_column}})
-SELECT column1, column2, column3, {_PENDING}, 0, column4, column5, ?, ?{{queue}} FROM ({{given}}) AS v
- WHERE NOT EXISTS (SELECT 1 FROM work_item_keys AS k WHERE k.kind = v.column1 AND k.key = v.column2)
-RETURNING kind, key, id
-"""
-_SQLITE_GIVEN_ROWS = "VALUES {rows}"
-_SQLITE_GIVEN_KIND = (
-    "SELECT ? AS column1, column1 AS column2, column2 AS column3, ? AS column4, ? AS column5, ? AS column6"
-    " FROM (VALUES {rows})"
-)
-_SQLITE_ENQUEUE_KEYS = "INSERT INTO work_item_keys (kind, key, item_id) VALUES {rows}"
-#: One item row of an enqueue: (kind, key, payload JSON text, max_attempts, run_after).
-EnqueueRow = tuple[str, str, str, int, datetime]
-#: The key of one item inserted on its own (a stream's batch, whose key is unique by construction).
-ITEM_KEY_INSERT = {
-    Backend.SQLITE: "INSERT INTO work_item_keys (kind, key, item_id) VALUES (?, ?, ?)",
-    Backend.POSTGRESQL: "INSERT INTO work_item_keys (kind, key, item_id) VALUES (%s, %s, %s)",
-}
-
-#: Most ids one SQLite statement binds (old SQLite builds allow 999 parameters).
-_SQLITE_IDS_PER_STATEMENT = 512
 
 
 def _id_chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
@@ -288,22 +222,6 @@ def _sqlite_start(size: int) -> str:
 @lru_cache(maxsize=256)
 def _sqlite_complete(size: int, returning: bool) -> str:
     return _SQLITE_COMPLETE.format(marks=_marks(size), returning="\nRETURNING id" if returning else "")
-
-
-@lru_cache(maxsize=64)
-def _sqlite_enqueue(size: int, one_kind: bool) -> str:
-    if one_kind:
-        return _SQLITE_ENQUEUE.format(
-            queue_column=", queue", queue=", column6", given=_SQLITE_GIVEN_KIND.format(rows=", ".join(["(?, ?)"] * size))
-        )
-    return _SQLITE_ENQUEUE.format(
-        queue_column="", queue="", given=_SQLITE_GIVEN_ROWS.format(rows=", ".join(["(?, ?, ?, ?, ?)"] * size))
-    )
-
-
-@lru_cache(maxsize=64)
-def _sqlite_enqueue_keys(size: int) -> str:
-    return _SQLITE_ENQUEUE_KEYS.format(rows=", ".join(["(?, ?, ?)"] * size))
 
 
 @lru_cache(maxsize=256)
@@ -359,15 +277,11 @@ def _sqlite_item_time(moment: datetime | None) -> int | None:
     return (moment - _EPOCH) // _MICROSECOND
 
 
-# The name streams.py imports for the work items it inserts as driver SQL: the work-item format.
-_sqlite_time = _sqlite_item_time
-
-
 def _postgres_time(moment: datetime | None) -> datetime | None:
     return None if moment is None else ensure_aware(moment, "timestamp")
 
 
-class HotSQL:
+class HotSQL(EnqueueSQL):
     """The hot statements of one backend, with the conversions their values need."""
 
     def __init__(self, backend: Backend) -> None:
@@ -464,105 +378,6 @@ class HotSQL:
                 for chunk in _id_chunks(part):
                     connection.execute(_sqlite_take(len(chunk)), (flag, *claimed, *chunk))
         return claimed_items(rows, claim_tail(owner, until, now, usual_kind))
-
-    def enqueue(
-        self, connection: sa.Connection, rows: Sequence[EnqueueRow], now: datetime
-    ) -> list[tuple[str, str, int]]:
-        """Insert ``rows`` (no (kind, key) twice) in ``connection``'s transaction; returns (kind, key,
-        id) of the items that were new."""
-        written = self._item_time(now)
-        if self.backend is Backend.POSTGRESQL:
-            columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], [], [], []]
-            made = connection.exec_driver_sql(_POSTGRES_ENQUEUE_ROWS, (*columns, written, written))
-            return [(made_kind, key, item_id) for made_kind, key, item_id in made]
-        times: dict[datetime, int | None] = {}  # items enqueued together mostly share their time
-        for row in rows:
-            if row[4] not in times:
-                times[row[4]] = _sqlite_item_time(row[4])
-        step = _SQLITE_IDS_PER_STATEMENT // 5
-        return self._run_sqlite_enqueue(connection, (
-            (_sqlite_enqueue(len(chunk), False), (written, written, *chain.from_iterable(
-                (kind, key, payload, max_attempts, times[run_after])
-                for kind, key, payload, max_attempts, run_after in chunk
-            )))
-            for chunk in (rows[start : start + step] for start in range(0, len(rows), step))
-        ))
-
-    def enqueue_kind(
-        self,
-        connection: sa.Connection,
-        kind: str,
-        pairs: Sequence[tuple[str, str]],
-        max_attempts: int,
-        run_after: datetime,
-        now: datetime,
-        queue: str = "default",
-    ) -> list[tuple[str, str, int]]:
-        """``enqueue`` of (key, payload JSON text) pairs of one kind sharing ``max_attempts``,
-        ``run_after`` and ``queue``, bound once."""
-        written = self._item_time(now)
-        shared = (kind, max_attempts, self._item_time(run_after), queue)
-        if self.backend is Backend.POSTGRESQL:
-            keys, payloads = (list(column) for column in zip(*pairs, strict=True)) if pairs else ([], [])
-            made = connection.exec_driver_sql(_POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written))
-            return [(made_kind, key, item_id) for made_kind, key, item_id in made]
-        return self._sqlite_enqueue_kind(connection, written, shared, pairs)
-
-    def enqueue_kind_alone(
-        self,
-        cursor: Any,
-        kind: str,
-        pairs: Sequence[tuple[str, str]],
-        max_attempts: int,
-        run_after: datetime,
-        now: datetime,
-        channel: str | None,
-        queue: str = "default",
-    ) -> list[tuple[str, str, int]]:
-        """``enqueue_kind`` on a driver cursor, for a small enqueue that is a transaction of its own.
-
-        SQLite: inside the caller's ``BEGIN IMMEDIATE`` on a ``DriverConnection``. PostgreSQL: one
-        statement run in autocommit that also wakes idle workers on ``channel`` unless it is None (one
-        round trip).
-        """
-        written = self._item_time(now)
-        shared = (kind, max_attempts, self._item_time(run_after), queue)
-        if self.backend is Backend.POSTGRESQL:
-            keys, payloads = (list(column) for column in zip(*pairs, strict=True)) if pairs else ([], [])
-            if channel is None:
-                rows = cursor.execute(_POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written)).fetchall()
-            else:
-                rows = cursor.execute(
-                    _POSTGRES_ENQUEUE_KIND_WAKE, (*shared, keys, payloads, written, written, channel)
-                ).fetchall()
-            return [(row[0], row[1], row[2]) for row in rows]
-        return self._sqlite_enqueue_kind(cursor, written, shared, pairs)
-
-    def _sqlite_enqueue_kind(
-        self, connection: sa.Connection | sqlite3.Cursor, written: Any, shared: tuple[Any, ...],
-        pairs: Sequence[tuple[str, str]],
-    ) -> list[tuple[str, str, int]]:
-        """The SQLite statements of ``enqueue_kind``, run on a connection or a driver cursor."""
-        step = _SQLITE_IDS_PER_STATEMENT // 2
-        return self._run_sqlite_enqueue(connection, (
-            (_sqlite_enqueue(len(chunk), True), (written, written, *shared, *chain.from_iterable(chunk)))
-            for chunk in (pairs[start : start + step] for start in range(0, len(pairs), step))
-        ))
-
-    @staticmethod
-    def _run_sqlite_enqueue(
-        connection: sa.Connection | sqlite3.Cursor, statements: Iterable[tuple[str, tuple[Any, ...]]]
-    ) -> list[tuple[str, str, int]]:
-        """Run SQLite enqueue statements, each followed by the key rows of the items it made (on a
-        SQLAlchemy connection or a driver cursor: both take the driver's SQL)."""
-        execute = connection.execute if isinstance(connection, sqlite3.Cursor) else connection.exec_driver_sql
-        made: list[tuple[str, str, int]] = []
-        for statement, parameters in statements:
-            new = execute(statement, parameters).fetchall()
-            if new:
-                execute(_sqlite_enqueue_keys(len(new)), tuple(chain.from_iterable(new)))
-                made.extend(new)
-        return made
 
     def complete_statements(
         self, ids: Collection[int], owner: str, now: datetime, *, returning: bool = True

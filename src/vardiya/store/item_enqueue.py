@@ -18,7 +18,8 @@ import sqlalchemy as sa
 from ..clock import ensure_aware
 from ..limits import check_kind, check_name
 from .engine import DriverConnection, PostgresStatement
-from .hot import EnqueueRow, HotSQL
+from .hot import HotSQL
+from .hot_enqueue import EnqueueRow
 from .item_checks import check_max_attempts, check_payload, checked_payloads
 from .item_reads import ItemReads, item_from_row
 from .item_reads import by_key as _by_key
@@ -168,7 +169,7 @@ class ItemEnqueue(ItemReads):
                 self._submit_driver = DriverConnection(self._store.engine, self._store.target)
             runner = self._submit_driver
         channel = NOTIFY_CHANNEL if wake else None
-        made = runner.run(self._hot.enqueue_kind_alone, kind, pairs, max_attempts, after, now, channel, queue)
+        made = runner.run(self._hot.enqueue_kind, kind, pairs, max_attempts, after, now, queue, channel)
         return {key: item_id for _kind, key, item_id in made}
 
     def enqueue_in(

@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from ..limits import check_key, check_kind, check_name
 from ..rules.batching import batch_ready
 from .backend import times_of
-from .hot import ITEM_KEY_INSERT
+from .hot_enqueue import ITEM_KEY_INSERT
 from .records import ItemState
 from .schema import stream_lanes, stream_records, work_items
 from .sqlite import SQLITE_TIMES

@@ -1,0 +1,188 @@
+"""The hot enqueue statements: work items in, as driver SQL, one text per dialect (see ``hot``).
+
+``HotSQL`` takes these methods from ``EnqueueSQL``; they need its ``backend`` and ``_item_time``. Every
+enqueue runs here: a bulk one on the transaction's SQLAlchemy connection, a small one that is a
+transaction of its own on a driver cursor (``item_enqueue._enqueue_alone``); both take the same SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from functools import lru_cache
+from itertools import chain
+from typing import Any
+
+from .records import ItemState
+from .url import Backend
+
+__all__ = ["ITEM_KEY_INSERT", "EnqueueRow", "EnqueueSQL"]
+
+_PENDING = f"'{ItemState.PENDING.value}'"
+
+#: Most ids one SQLite statement binds (old SQLite builds allow 999 parameters).
+_SQLITE_IDS_PER_STATEMENT = 512
+
+# A bulk enqueue, the items given as (kind, key, payload JSON text, max_attempts, run_after) rows or,
+# for items of one kind that share their attempts and time, as (key, payload) pairs with the shared
+# values bound once (a tenth faster for a bulk submit than the rows). No (kind, key) twice. The key
+# goes into ``work_item_keys`` first and an existing (kind, key) is kept as it is; the item is
+# inserted only for a key that was new, with the id its key row took (migration 0007). The new items
+# come back as (kind, key, id).
+_ENQUEUE_COLUMNS = "kind, key, payload, state, attempts, max_attempts, run_after, created_at, updated_at"
+_POSTGRES_ENQUEUE_KEYS = """given AS ({given}), fresh AS (
+    INSERT INTO work_item_keys (kind, key, item_id)
+    SELECT given.kind, given.key, nextval('work_items_id_seq') FROM given
+    ON CONFLICT DO NOTHING
+    RETURNING kind, key, item_id
+)"""
+_POSTGRES_ENQUEUE_ITEMS = f"""INSERT INTO work_items (id, {{columns}})
+SELECT fresh.item_id, fresh.kind, fresh.key, given.payload::jsonb, {_PENDING}, 0, given.max_attempts,
+       given.run_after, %s, %s{{queue}}
+  FROM fresh JOIN given ON given.kind = fresh.kind AND given.key = fresh.key
+RETURNING kind, key, id"""
+_POSTGRES_ENQUEUE = f"WITH {_POSTGRES_ENQUEUE_KEYS}\n{_POSTGRES_ENQUEUE_ITEMS}"
+# The same, as one statement that also wakes idle workers (``pg_notify``, delivered at commit; one
+# notification repeated in a transaction is delivered once). Run on its own in autocommit it is one
+# round trip, where BEGIN, the insert, a NOTIFY and COMMIT were four: the single submit of a web
+# request (benchmarks/bench_enqueue.py).
+_POSTGRES_ENQUEUE_WAKE = (
+    f"WITH {_POSTGRES_ENQUEUE_KEYS}, made AS (\n{_POSTGRES_ENQUEUE_ITEMS}\n)\n"
+    f"SELECT made.kind, made.key, made.id, pg_notify(%s, made.kind) FROM made"
+)
+_POSTGRES_ENQUEUE_ROWS = _POSTGRES_ENQUEUE.format(
+    columns=_ENQUEUE_COLUMNS,
+    queue="",
+    given="SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::timestamptz[])"
+    " AS t (kind, key, payload, max_attempts, run_after)",
+)
+# The items of one kind share their queue too (the rows' items, of any kind, are in "default").
+_GIVEN_KIND = (
+    "SELECT %s::text AS kind, t.key, t.payload, %s::int AS max_attempts, %s::timestamptz AS run_after,"
+    " %s::text AS queue FROM unnest(%b::text[], %b::text[]) AS t (key, payload)"
+)
+_POSTGRES_ENQUEUE_KIND = _POSTGRES_ENQUEUE.format(
+    columns=_ENQUEUE_COLUMNS + ", queue", queue=", given.queue", given=_GIVEN_KIND
+)
+_POSTGRES_ENQUEUE_KIND_WAKE = _POSTGRES_ENQUEUE_WAKE.format(
+    columns=_ENQUEUE_COLUMNS + ", queue", queue=", given.queue", given=_GIVEN_KIND
+)
+# SQLite runs one write transaction at a time: within it, a key absent from work_item_keys stays absent
+# until this transaction adds it, so the check and the two inserts need no ON CONFLICT.
+_SQLITE_ENQUEUE = f"""
+INSERT INTO work_items ({_ENQUEUE_COLUMNS}{{queue_column}})
+SELECT column1, column2, column3, {_PENDING}, 0, column4, column5, ?, ?{{queue}} FROM ({{given}}) AS v
+ WHERE NOT EXISTS (SELECT 1 FROM work_item_keys AS k WHERE k.kind = v.column1 AND k.key = v.column2)
+RETURNING kind, key, id
+"""
+_SQLITE_GIVEN_ROWS = "VALUES {rows}"
+_SQLITE_GIVEN_KIND = (
+    "SELECT ? AS column1, column1 AS column2, column2 AS column3, ? AS column4, ? AS column5, ? AS column6"
+    " FROM (VALUES {rows})"
+)
+_SQLITE_ENQUEUE_KEYS = "INSERT INTO work_item_keys (kind, key, item_id) VALUES {rows}"
+#: One item row of an enqueue: (kind, key, payload JSON text, max_attempts, run_after).
+EnqueueRow = tuple[str, str, str, int, datetime]
+#: The key of one item inserted on its own (a stream's batch, whose key is unique by construction).
+ITEM_KEY_INSERT = {
+    Backend.SQLITE: "INSERT INTO work_item_keys (kind, key, item_id) VALUES (?, ?, ?)",
+    Backend.POSTGRESQL: "INSERT INTO work_item_keys (kind, key, item_id) VALUES (%s, %s, %s)",
+}
+
+
+@lru_cache(maxsize=64)
+def _sqlite_enqueue(size: int, one_kind: bool) -> str:
+    if one_kind:
+        return _SQLITE_ENQUEUE.format(
+            queue_column=", queue", queue=", column6", given=_SQLITE_GIVEN_KIND.format(rows=", ".join(["(?, ?)"] * size))
+        )
+    return _SQLITE_ENQUEUE.format(
+        queue_column="", queue="", given=_SQLITE_GIVEN_ROWS.format(rows=", ".join(["(?, ?, ?, ?, ?)"] * size))
+    )
+
+
+@lru_cache(maxsize=64)
+def _sqlite_enqueue_keys(size: int) -> str:
+    return _SQLITE_ENQUEUE_KEYS.format(rows=", ".join(["(?, ?, ?)"] * size))
+
+
+def _execute(connection: Any) -> Callable[..., Any]:
+    """How to run driver SQL on ``connection``: a SQLAlchemy ``Connection`` (``exec_driver_sql``) or a
+    DB-API cursor (``execute``); both return something whose rows can be fetched."""
+    return connection.exec_driver_sql if hasattr(connection, "exec_driver_sql") else connection.execute
+
+
+class EnqueueSQL:
+    """The enqueue statements of one backend (a part of ``HotSQL``)."""
+
+    backend: Backend
+    _item_time: Callable[[datetime | None], Any]
+
+    def enqueue(self, connection: Any, rows: Sequence[EnqueueRow], now: datetime) -> list[tuple[str, str, int]]:
+        """Insert ``rows`` (no (kind, key) twice) in ``connection``'s transaction; returns (kind, key,
+        id) of the items that were new."""
+        written = self._item_time(now)
+        if self.backend is Backend.POSTGRESQL:
+            columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], [], [], []]
+            made = _execute(connection)(_POSTGRES_ENQUEUE_ROWS, (*columns, written, written)).fetchall()
+            return [(made_kind, key, item_id) for made_kind, key, item_id in made]
+        times: dict[datetime, Any] = {}  # items enqueued together mostly share their time
+        for row in rows:
+            if row[4] not in times:
+                times[row[4]] = self._item_time(row[4])
+        step = _SQLITE_IDS_PER_STATEMENT // 5
+        return _run_sqlite_enqueue(connection, (
+            (_sqlite_enqueue(len(chunk), False), (written, written, *chain.from_iterable(
+                (kind, key, payload, max_attempts, times[run_after])
+                for kind, key, payload, max_attempts, run_after in chunk
+            )))
+            for chunk in (rows[start : start + step] for start in range(0, len(rows), step))
+        ))
+
+    def enqueue_kind(
+        self,
+        connection: Any,
+        kind: str,
+        pairs: Sequence[tuple[str, str]],
+        max_attempts: int,
+        run_after: datetime,
+        now: datetime,
+        queue: str = "default",
+        channel: str | None = None,
+    ) -> list[tuple[str, str, int]]:
+        """``enqueue`` of (key, payload JSON text) pairs of one kind sharing ``max_attempts``,
+        ``run_after`` and ``queue``, bound once; on a SQLAlchemy connection or a driver cursor.
+
+        ``channel`` (PostgreSQL): the statement also wakes idle workers on it (``pg_notify``), so a small
+        enqueue run on its own in autocommit is one round trip (a single submit). SQLite has no
+        notification: its idle workers see the commit (``data_version``).
+        """
+        written = self._item_time(now)
+        shared = (kind, max_attempts, self._item_time(run_after), queue)
+        execute = _execute(connection)
+        if self.backend is Backend.POSTGRESQL:
+            keys, payloads = (list(column) for column in zip(*pairs, strict=True)) if pairs else ([], [])
+            if channel is None:
+                made = execute(_POSTGRES_ENQUEUE_KIND, (*shared, keys, payloads, written, written)).fetchall()
+            else:
+                made = execute(
+                    _POSTGRES_ENQUEUE_KIND_WAKE, (*shared, keys, payloads, written, written, channel)
+                ).fetchall()
+            return [(row[0], row[1], row[2]) for row in made]
+        step = _SQLITE_IDS_PER_STATEMENT // 2
+        return _run_sqlite_enqueue(connection, (
+            (_sqlite_enqueue(len(chunk), True), (written, written, *shared, *chain.from_iterable(chunk)))
+            for chunk in (pairs[start : start + step] for start in range(0, len(pairs), step))
+        ))
+
+
+def _run_sqlite_enqueue(connection: Any, statements: Iterable[tuple[str, tuple[Any, ...]]]) -> list[tuple[str, str, int]]:
+    """Run SQLite enqueue statements, each followed by the key rows of the items it made."""
+    execute = _execute(connection)
+    made: list[tuple[str, str, int]] = []
+    for statement, parameters in statements:
+        new = execute(statement, parameters).fetchall()
+        if new:
+            execute(_sqlite_enqueue_keys(len(new)), tuple(chain.from_iterable(new)))
+            made.extend(new)
+    return made
