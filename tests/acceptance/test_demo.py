@@ -10,10 +10,12 @@ from vardiya.examples.meter_validation import NIGHT_CSV, Outcome, load_outcomes,
 
 #: The stream handlers' batch size in the example (``STREAM_SETTINGS``).
 BATCH = 100
+#: A guard against a hung demo, not a speed check: about 30 s alone, several times that beside a busy suite.
+DEMO_TIMEOUT = 600
 
 
 def test_demo_runs_and_reports_its_figures(tmp_path: Path) -> None:
-    result = run_cli("demo", "--json", cwd=tmp_path)
+    result = run_cli("demo", "--json", cwd=tmp_path, timeout=DEMO_TIMEOUT)
     assert result.code == 0, result.stderr
     document = json.loads(result.stdout)
     assert Path(document["directory"]) == tmp_path / "vardiya-demo"
@@ -124,12 +126,12 @@ def check_planner_figures(planner: dict, directory: Path) -> None:
 
 
 def test_demo_for_people_prints_tables_and_can_run_twice(tmp_path: Path) -> None:
-    first = run_cli("demo", cwd=tmp_path)
+    first = run_cli("demo", cwd=tmp_path, timeout=DEMO_TIMEOUT)
     assert first.code == 0, first.stderr
     assert "dead letters" in first.stdout
     words = " ".join(first.stdout.split())  # Rich wraps lines at the terminal's width
     assert "Invocation models" in words and "had already succeeded and were skipped" in words
     assert "The planner" in words and "the cheapest is not the fastest" in words and "batch-sweep.svg" in words
-    second = run_cli("demo", cwd=tmp_path)
+    second = run_cli("demo", cwd=tmp_path, timeout=DEMO_TIMEOUT)
     assert second.code == 0, second.stderr
     assert "enqueued 200 readings" in second.stdout
