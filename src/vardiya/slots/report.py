@@ -25,8 +25,10 @@ Not done
     warning naming the slots and ``vardiya slots backfill``.
 
 ``build_ledger_report`` is the pure part, over (slot, duration_ms, rows, bytes, status[, record]) samples;
-``ledger_report`` streams those samples from the store in one query, in slot and record order (so the
-failed records a warning names are always the same ones).
+``ledger_report`` gives the same report from per-slot figures the store sums in SQL
+(``Ledger.period_figures``: counts, rows, bytes and failed records grouped by slot, the first failed
+records in slot and record order, so a warning always names the same ones) and the durations read as
+one column, for the exact total (``math.fsum``) and the nearest-rank picks.
 """
 
 from __future__ import annotations
@@ -159,6 +161,14 @@ class _SlotTally:
         self.bytes = 0
         self.failed = 0
 
+    @classmethod
+    def of(cls, durations: array[float], rows: int, size: int, failed: int) -> _SlotTally:
+        """A slot's tally from figures summed elsewhere (``Ledger.period_figures``)."""
+        tally = cls()
+        tally.durations = durations
+        tally.rows, tally.bytes, tally.failed = rows, size, failed
+        return tally
+
     def add(self, duration_ms: float, rows: int, size: int, failed: bool) -> None:
         self.durations.append(duration_ms)
         self.rows += rows
@@ -276,6 +286,37 @@ def build_ledger_report(
             record = rest[0] if rest else None
             if record is not None and len(failed_records) < _LISTED:
                 failed_records.append(str(record))
+    return _report(
+        tallies,
+        failed_records=failed_records,
+        failed_total=failed_total,
+        unplaced=unplaced,
+        interval_ms=interval_ms,
+        period=period,
+        job=job,
+        scheme=scheme,
+        not_done=not_done,
+        closes_at=closes_at,
+        closed=closed,
+    )
+
+
+def _report(
+    tallies: Sequence[_SlotTally],
+    *,
+    failed_records: Sequence[str],
+    failed_total: int,
+    unplaced: int,
+    interval_ms: float,
+    period: str,
+    job: str | None,
+    scheme: str | None,
+    not_done: Sequence[int] | None,
+    closes_at: datetime | None,
+    closed: bool,
+) -> LedgerReport:
+    """The report of per-slot tallies: the loads and the warnings (shared by both ways in)."""
+    slots = len(tallies)
     missing = tuple(not_done) if not_done is not None else (0,) * slots
     loads = tuple(tally.load(slot, interval_ms, missing[slot]) for slot, tally in enumerate(tallies))
 
@@ -331,15 +372,27 @@ def ledger_report(store: Store, job: SlotJob, period_key: str, *, now: datetime 
     """The per-slot load of ``job`` in the period ``period_key`` (e.g. ``2026-12-01``), from the ledger.
 
     With the not-done records of each slot (asked of the job's source) and whether the period is
-    closed for good by ``now`` (the store's clock by default).
+    closed for good by ``now`` (the store's clock by default). The same report as
+    ``build_ledger_report`` over the period's samples, from figures the store sums per slot
+    (``Ledger.period_figures``) instead of every row's sample.
     """
     period = job.scheme.period_for_key(period_key)
     runs = job.runs_at(period.start)
     missing = not_done(store, job, period, now or store.clock.now())
-    return build_ledger_report(
-        store.ledger.samples(job.name, period.key),
-        slots=runs.scheme.slots,
-        tick_interval=runs.tick_interval,
+    slots = runs.scheme.slots
+    figures = store.ledger.period_figures(job.name, period.key, slots, named=_LISTED)
+    for status in sorted(figures.statuses):
+        _is_failed(status)  # an unknown status is refused, as the samples' way does
+    tallies = [
+        _SlotTally.of(figures.durations[slot], figures.rows[slot], figures.bytes[slot], figures.failed[slot])
+        for slot in range(slots)
+    ]
+    return _report(
+        tallies,
+        failed_records=figures.failed_records,
+        failed_total=sum(figures.failed),
+        unplaced=figures.unplaced,
+        interval_ms=runs.tick_interval / timedelta(milliseconds=1),
         period=period.key,
         job=job.name,
         scheme=runs.scheme.fingerprint,

@@ -13,7 +13,9 @@ goes"); it builds each prepared row once instead.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -31,7 +33,7 @@ from .url import Backend
 if TYPE_CHECKING:
     from .api import Store
 
-__all__ = ["ROW_COLUMNS", "Ledger", "LedgerSample", "SettledCounts"]
+__all__ = ["ROW_COLUMNS", "Ledger", "LedgerSample", "PeriodFigures", "SettledCounts"]
 
 #: Records per transaction for bulk marks and per IN-list for lookups.
 CHUNK_SIZE = 1_000
@@ -129,6 +131,24 @@ class LedgerSample(NamedTuple):
     bytes: int
     status: LedgerStatus | str
     record: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PeriodFigures:
+    """What the ledger report needs of one period, per slot 0..B-1 (``Ledger.period_figures``).
+
+    ``durations`` are every placed row's ``duration_ms``, unsorted; ``failed_records`` the first
+    ``named`` failed records in (slot, record) order. Rows without a slot or outside 0..B-1 are only
+    counted (``unplaced``). ``statuses`` are the distinct statuses of the period's rows.
+    """
+
+    durations: tuple[array[float], ...]
+    rows: tuple[int, ...]
+    bytes: tuple[int, ...]
+    failed: tuple[int, ...]
+    unplaced: int
+    failed_records: tuple[str, ...]
+    statuses: frozenset[str]
 
 
 class SettledCounts(NamedTuple):
@@ -432,6 +452,59 @@ class Ledger:
             return list(
                 connection.execute(sa.select(c.period).where(c.job == job).distinct().order_by(c.period)).scalars()
             )
+
+    def period_figures(self, job: str, period: str, slots: int, *, named: int = 12) -> PeriodFigures:
+        """The per-slot figures of a period for the ledger report, in three queries.
+
+        The counts (all rows, failed rows, by slot and status) are one grouped count, index-only on
+        ``ix_ledger_job_period_slot``; the failed records named are an indexed ``LIMIT``. Durations,
+        rows and bytes are read in one scan of the period in primary-key order, through the driver's
+        cursor (no row objects): the report's total is ``math.fsum`` of the durations, the exactly
+        rounded sum that SQL's ``SUM`` over floats is not, and its nearest-rank percentiles pick from
+        them. (Summing rows and bytes in SQL as well would read the period's rows through the slot
+        index, one lookup a row, or sort them for the grouping: several times the cost of the scan.)
+        """
+        c = ledger.c
+        in_period = (c.job == job, c.period == period)
+        counted = sa.select(c.slot, c.status, sa.func.count()).where(*in_period).group_by(c.slot, c.status)
+        failed_named = (
+            sa.select(c.record)
+            .where(*in_period, c.slot >= 0, c.slot < slots, c.status == LedgerStatus.FAILED.value)
+            .order_by(c.slot, c.record)
+            .limit(named)
+        )
+        scan = sa.select(c.slot, c.duration_ms, c.rows, c.bytes).where(*in_period)
+        durations = tuple(array("d") for _ in range(slots))
+        rows, sizes, failed = [0] * slots, [0] * slots, [0] * slots
+        unplaced = 0
+        statuses: set[str] = set()
+        with self._store.reading() as connection:
+            for slot, status, count in connection.execute(counted):
+                status = getattr(status, "value", status)
+                statuses.add(status)
+                if slot is None or not 0 <= slot < slots:
+                    unplaced += count
+                elif status == LedgerStatus.FAILED.value:
+                    failed[slot] += count
+            records = tuple(str(record) for record in connection.execute(failed_named).scalars())
+            result = connection.execute(scan)
+            try:
+                for slot, duration, row_count, size in result.cursor.fetchall():
+                    if slot is not None and 0 <= slot < slots:
+                        durations[slot].append(duration)
+                        rows[slot] += row_count
+                        sizes[slot] += size
+            finally:
+                result.close()
+        return PeriodFigures(
+            durations=durations,
+            rows=tuple(rows),
+            bytes=tuple(sizes),
+            failed=tuple(failed),
+            unplaced=unplaced,
+            failed_records=records,
+            statuses=frozenset(statuses),
+        )
 
     def samples(self, job: str, period: str) -> Iterator[LedgerSample]:
         """The period's ledger rows, streamed in slot order (the ledger's (job, period, slot) index).
