@@ -388,18 +388,12 @@ class Ledger:
 
         Index-only on ``ix_ledger_job_period_slot``: the slots are an IN-list, so the database seeks to
         each slot's (slot, status) range instead of filtering every row of the period (half the time on
-        SQLite; PostgreSQL reads the slots as one range, in index order), and the rows without a slot or
-        with one outside 0..``slots``-1 are three range seeks. One round trip for the period instead of one ``count_settled`` per slot.
+        SQLite), and the rows without a slot or with one outside 0..``slots``-1 are three range seeks.
+        One round trip for the period instead of one ``count_settled`` per slot.
         """
         c = ledger.c
         settled = (c.job == job, c.period == period, self._settled(give_up_after))
-        # SQLite seeks each slot of an IN-list; PostgreSQL counts a slot range in index order (a group
-        # aggregate, half the time of hashing the IN-list's rows).
-        if self._store.backend is Backend.POSTGRESQL:
-            in_scheme = sa.and_(c.slot >= 0, c.slot < slots)
-        else:
-            in_scheme = c.slot.in_(range(slots))
-        grouped = sa.select(c.slot, sa.func.count()).where(*settled, in_scheme).group_by(c.slot)
+        grouped = sa.select(c.slot, sa.func.count()).where(*settled, c.slot.in_(range(slots))).group_by(c.slot)
 
         def count(condition: sa.ColumnElement[bool]) -> sa.ScalarSelect[Any]:
             return sa.select(sa.func.count()).where(*settled, condition).scalar_subquery()
