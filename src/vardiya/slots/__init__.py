@@ -33,13 +33,12 @@ from .scheme import (
     parse_scheme,
 )
 from .sinks import atomic_write, output_path, upsert
-from .sources import CountingSource, IterableSource, Source
+from .sources import IterableSource, Source
 from .sql_source import SqlTableSource, slot_column_name
 
 __all__ = [
     "Assign",
     "BalanceReport",
-    "CountingSource",
     "HASH_VERSION",
     "IterableSource",
     "Layout",

@@ -123,11 +123,8 @@ class IterableSource:
         """Per slot: its size (known, the ids are fixed) less its settled records (one grouped count).
 
         Exact when the ledger's settled rows of a slot are records of that slot, which is what ticks
-        write. Whenever the counts show otherwise (rows without a slot or outside the scheme, a slot
-        with more settled rows than records, live claims, ids sharing a key) the period is counted by
-        iterating instead. A settled row of a record the source no longer has (or places in another
-        slot) in a slot that still has room cannot be told from a tick's by a count: it is counted as
-        one of the slot's, where iterating would skip it (docs/concepts/ledger.md).
+        write. Whenever the counts show otherwise (rows without a slot, a slot with more settled rows
+        than records, live claims, ids sharing a key) the period is counted by iterating instead.
         """
         grouped = self._slots(scheme)
         settled = store.ledger.settled_counts(job, period, scheme.slots)
