@@ -347,45 +347,6 @@ class SqlTableSource:
                 settled.update(store.ledger.claims.held(job, period, store.clock.now()))
         return self._stream(store, scheme, slot, predicate, same_database, settled, limit)
 
-    def count_not_done(self, *, store: Store, job: str, scheme: SlotScheme, period: str) -> tuple[int, ...]:
-        """Per slot, how many ids ``records`` would yield for ``period`` (give_up_after=None): counted in SQL.
-
-        In the store's own database each slot is one ``COUNT(*)`` of the same selection ``records``
-        streams (the anti-join on the ledger and the claims, or the plain slot select when nothing of
-        the slot is settled), after one grouped count of the period's settled rows. A table in another
-        database, or an explicit ``slot_column`` (whose first chunk ``records`` checks), is iterated.
-        """
-        if not self.shares_database_with(store) or self._slot_column is not None:
-            return tuple(  # slots.sources.count_by_iterating (the connectors do not import the engine)
-                sum(
-                    1
-                    for _ in self.records(
-                        store=store, job=job, scheme=scheme, period=period, slot=slot, give_up_after=None, limit=None
-                    )
-                )
-                for slot in range(scheme.slots)
-            )
-        settled = store.ledger.settled_counts(job, period, scheme.slots)
-        unslotted = settled.unslotted
-        record_id = self.table.c[self._id_column]
-        counts: list[int] = []
-        for slot in range(scheme.slots):
-            predicate = self._slot_predicate(scheme, slot)
-            exact = settled.slots[slot]
-            if exact and exact >= self._slot_size(scheme, period, slot):
-                counts.append(0)
-                continue
-            if exact or unslotted:
-                predicate = (
-                    predicate
-                    & store.ledger.not_done_clause(job, period, record_id)
-                    & store.ledger.claims.free_clause(job, period, record_id, store.clock.now())
-                )
-            query = sa.select(sa.func.count()).select_from(self.table).where(predicate)
-            with store.reading() as connection:
-                counts.append(int(connection.execute(query).scalar_one()))
-        return tuple(counts)
-
     def _stream(
         self,
         store: Store,

@@ -7,10 +7,8 @@ failed) will never be run by the schedule: this module counts those records, per
 can name them (``vardiya slots report``, ``vardiya status``, the ``vardiya_slot_not_done_records``
 gauge) and ``vardiya slots backfill`` can run exactly them.
 
-Counting asks the job's source how many of each slot's records are not done (the ledger anti-join,
-given-up records included): the same question a tick asks, so the count is what a backfill would run.
-A source that can count (``CountingSource.count_not_done``) answers without reading the records; any
-other is iterated (``sources.count_by_iterating``, the definition).
+Counting asks the job's source for each slot's not-done records (the ledger anti-join, given-up
+records included): the same question a tick asks, so the count is what a backfill would run.
 ``closed_periods`` is pure; the rest reads the store and the source, never writes.
 """
 
@@ -22,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from .job import SlotJob
 from .scheme import Period, SlotScheme
-from .sources import CountingSource, count_by_iterating
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -93,16 +90,17 @@ def closed_periods(job: SlotJob, now: datetime, since: datetime | None, *, limit
 
 
 def not_done_counts(store: Store, job: SlotJob, period: Period) -> tuple[int, ...]:
-    """How many records of each slot are not done in ``period`` (never run, or failed; given up too).
-
-    A source with ``count_not_done`` counts them itself (an ``IterableSource`` from its slot sizes and
-    one grouped count of the ledger, a SQL table source in SQL); any other is iterated.
-    """
+    """How many records of each slot are not done in ``period`` (never run, or failed; given up too)."""
     scheme = job.scheme_for(period)
-    source = job.source
-    if isinstance(source, CountingSource):
-        return tuple(source.count_not_done(store=store, job=job.name, scheme=scheme, period=period.key))
-    return count_by_iterating(source, store=store, job=job.name, scheme=scheme, period=period.key)
+    return tuple(
+        sum(
+            1
+            for _ in job.source.records(
+                store=store, job=job.name, scheme=scheme, period=period.key, slot=slot, give_up_after=None, limit=None
+            )
+        )
+        for slot in range(scheme.slots)
+    )
 
 
 def not_done(store: Store, job: SlotJob, period: Period, now: datetime) -> NotDone:

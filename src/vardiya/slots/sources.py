@@ -18,7 +18,7 @@ from .scheme import SlotScheme
 if TYPE_CHECKING:
     from ..store import Store
 
-__all__ = ["CountingSource", "IterableSource", "Source", "count_by_iterating"]
+__all__ = ["IterableSource", "Source"]
 
 
 @runtime_checkable
@@ -44,33 +44,6 @@ class Source(Protocol):
         ...
 
 
-@runtime_checkable
-class CountingSource(Protocol):
-    """A source that can count each slot's not-done records without handing them out (optional).
-
-    ``count_not_done`` must equal ``count_by_iterating`` for the same store: per slot of ``scheme``, how
-    many ids ``records(..., give_up_after=None, limit=None)`` would yield for ``period``. A source
-    without it is counted by iterating (``slots.closed``).
-    """
-
-    def count_not_done(self, *, store: Store, job: str, scheme: SlotScheme, period: str) -> tuple[int, ...]:
-        """Per slot 0..B-1 of ``scheme``, the records not done (never run, or failed; given up too) in ``period``."""
-        ...
-
-
-def count_by_iterating(source: Source, *, store: Store, job: str, scheme: SlotScheme, period: str) -> tuple[int, ...]:
-    """Per slot, how many not-done records ``source.records`` yields (given-up ones too): the definition."""
-    return tuple(
-        sum(
-            1
-            for _ in source.records(
-                store=store, job=job, scheme=scheme, period=period, slot=slot, give_up_after=None, limit=None
-            )
-        )
-        for slot in range(scheme.slots)
-    )
-
-
 class IterableSource:
     """Ids held in memory (a list, a set, a range, or a callable that returns them).
 
@@ -80,7 +53,6 @@ class IterableSource:
     def __init__(self, ids: Iterable[RecordId] | Callable[[], Iterable[RecordId]]) -> None:
         self._ids: list[RecordId] = list(ids() if callable(ids) else ids)
         self._by_scheme: dict[str, dict[int, list[RecordId]]] = {}
-        self._distinct_keys: bool | None = None
 
     def _slots(self, scheme: SlotScheme) -> dict[int, list[RecordId]]:
         grouped = self._by_scheme.get(scheme.fingerprint)
@@ -112,32 +84,6 @@ class IterableSource:
         settled.update(store.ledger.claims.held(job, period, store.clock.now()))  # another run's, for now
         unsettled = (record for record in candidates if record_key(record) not in settled)
         return islice(unsettled, limit) if limit is not None else unsettled
-
-    def _distinct(self) -> bool:
-        """Whether no two ids share a ledger key (so a slot's size is its number of ledger keys)."""
-        if self._distinct_keys is None:
-            self._distinct_keys = len({record_key(record) for record in self._ids}) == len(self._ids)
-        return self._distinct_keys
-
-    def count_not_done(self, *, store: Store, job: str, scheme: SlotScheme, period: str) -> tuple[int, ...]:
-        """Per slot: its size (known, the ids are fixed) less its settled records (one grouped count).
-
-        Exact when the ledger's settled rows of a slot are records of that slot, which is what ticks
-        write. Whenever the counts show otherwise (rows without a slot, a slot with more settled rows
-        than records, live claims, ids sharing a key) the period is counted by iterating instead.
-        """
-        grouped = self._slots(scheme)
-        settled = store.ledger.settled_counts(job, period, scheme.slots)
-        sizes = [len(grouped.get(slot, ())) for slot in range(scheme.slots)]
-        if (
-            settled.unslotted
-            or settled.outside
-            or any(count > size for count, size in zip(settled.slots, sizes, strict=True))
-            or not self._distinct()
-            or store.ledger.claims.count_held(job, period, store.clock.now())
-        ):
-            return count_by_iterating(self, store=store, job=job, scheme=scheme, period=period)
-        return tuple(size - count for size, count in zip(sizes, settled.slots, strict=True))
 
     def all_ids(self) -> Iterator[RecordId]:
         return iter(self._ids)

@@ -179,13 +179,6 @@ class RecordClaims:
         with self._store.reading() as connection:
             return dict(connection.execute(query).all())
 
-    def count_held(self, job: str, period: str, now: datetime) -> int:
-        """How many records of (job, period) live claims hold at ``now``."""
-        c = ledger_claims.c
-        query = sa.select(sa.func.count()).where(c.job == job, c.period == period, c.lease_until > now)
-        with self._store.reading() as connection:
-            return int(connection.execute(query).scalar_one())
-
     @staticmethod
     def free_clause(job: str, period: str, record_column: sa.ColumnElement[Any], now: datetime) -> sa.ColumnElement[bool]:
         """A SQL condition "no live claim holds this record at ``now``", for a source query in the store's database."""

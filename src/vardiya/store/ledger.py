@@ -33,7 +33,7 @@ from .url import Backend
 if TYPE_CHECKING:
     from .api import Store
 
-__all__ = ["ROW_COLUMNS", "Ledger", "LedgerSample", "PeriodFigures", "SettledCounts"]
+__all__ = ["ROW_COLUMNS", "Ledger", "LedgerSample", "PeriodFigures"]
 
 #: Records per transaction for bulk marks and per IN-list for lookups.
 CHUNK_SIZE = 1_000
@@ -149,14 +149,6 @@ class PeriodFigures:
     unplaced: int
     failed_records: tuple[str, ...]
     statuses: frozenset[str]
-
-
-class SettledCounts(NamedTuple):
-    """A period's settled records by slot (``Ledger.settled_counts``)."""
-
-    slots: tuple[int, ...]  # slot 0..B-1
-    unslotted: int  # rows marked without a slot
-    outside: int  # rows of a slot outside 0..B-1
 
 
 class Ledger:
@@ -382,31 +374,6 @@ class Ledger:
                     )
                 ).scalar_one()
             )
-
-    def settled_counts(self, job: str, period: str, slots: int, *, give_up_after: int | None = None) -> SettledCounts:
-        """How many records of each slot 0..``slots``-1 are settled in a period, and how many elsewhere.
-
-        Index-only on ``ix_ledger_job_period_slot``: the slots are an IN-list, so the database seeks to
-        each slot's (slot, status) range instead of filtering every row of the period (half the time on
-        SQLite), and the rows without a slot or with one outside 0..``slots``-1 are three range seeks.
-        One round trip for the period instead of one ``count_settled`` per slot.
-        """
-        c = ledger.c
-        settled = (c.job == job, c.period == period, self._settled(give_up_after))
-        grouped = sa.select(c.slot, sa.func.count()).where(*settled, c.slot.in_(range(slots))).group_by(c.slot)
-
-        def count(condition: sa.ColumnElement[bool]) -> sa.ScalarSelect[Any]:
-            return sa.select(sa.func.count()).where(*settled, condition).scalar_subquery()
-
-        outside = sa.select(count(c.slot.is_(None)), count(c.slot < 0), count(c.slot >= slots))
-        with self._store.reading() as connection:
-            found: dict[int, int] = dict(connection.execute(grouped).all())
-            unslotted, below, above = connection.execute(outside).one()
-        return SettledCounts(
-            slots=tuple(int(found.get(slot, 0)) for slot in range(slots)),
-            unslotted=int(unslotted),
-            outside=int(below) + int(above),
-        )
 
     def first_period(self, job: str) -> str | None:
         """The earliest period the ledger has for the job: where its history begins."""
