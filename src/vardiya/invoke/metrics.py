@@ -16,8 +16,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..rules.calls import CallOutcome
-from ..store.records import ItemState
-from ..store.streams import epoch_ms
 from .handlers import Handler, Model
 
 if TYPE_CHECKING:
@@ -94,21 +92,23 @@ def store_metrics(
 ) -> Metrics:
     """The metrics of ``handler``'s async or stream work in the store (items created since ``since``).
 
-    The counts, sums and the async latency percentile are the store's SQL aggregates
-    (``store/handler_figures.py``), constant in the number of items; only a stream's per-record
-    figures (unique records, dead records, co-failed, latencies), which live in its batches' payloads,
-    are read item by item.
+    Every figure is a SQL aggregate of the store (``store/handler_figures.py``): counts, sums and the
+    nearest-rank p99, a stream's per-record ones read from its batches' JSON documents in SQL, so no
+    item is read into Python.
     """
     stream = handler.model is Model.STREAM
     kind = handler.batch_kind if stream else handler.call_kind
     items = store.invocations.item_totals(kind, since=since)
     calls = store.invocations.call_totals(kind, since=since)
     if stream:
-        unique, dead, co_failed, (mean, p99) = _stream_figures(store, kind, since)
+        batches = store.invocations.stream_totals(kind, since=since)
+        unique, dead, co_failed = batches.unique, batches.dead, batches.co_failed
+        latency_count, latency_sum, latency_p99 = batches.latencies, batches.latency_sum_ms, batches.latency_p99_ms
     else:
         unique, dead, co_failed = items.items, items.dead, 0
-        mean = items.latency_sum_ms / items.finished if items.finished else 0.0
-        p99 = float(items.latency_p99_ms) if items.latency_p99_ms is not None else 0.0
+        latency_count, latency_sum, latency_p99 = items.finished, items.latency_sum_ms, items.latency_p99_ms
+    mean = latency_sum / latency_count if latency_count else 0.0
+    p99 = float(latency_p99) if latency_p99 is not None else 0.0
     # A successful async call is told by its item (busy_ms), not by a call-log row: one call of one
     # record that succeeded.
     count = calls.calls + items.told_calls
@@ -129,24 +129,6 @@ def store_metrics(
         fits_limit=calls.timed_out == 0,
         failed_calls=calls.failed,
     )
-
-
-def _stream_figures(store: Store, kind: str, since: datetime | None) -> tuple[int, int, int, tuple[float, float]]:
-    """A stream's unique records, dead records, co-failed and completion (mean, p99), from its batches."""
-    unique = dead = co_failed = 0
-    latencies: list[float] = []
-    for row in store.items.figures(kind, since=since):
-        payload = row.payload or {}
-        unique += payload.get("size", len(payload.get("records", ())))
-        for arrived, finished_ms in payload.get("completed", ()):
-            latencies.append(finished_ms - arrived)
-        if row.state in (ItemState.SUCCEEDED, ItemState.DEAD):
-            done_ms = epoch_ms(row.updated_at)
-            latencies.extend(done_ms - record[3] for record in payload.get("records", ()))
-        if row.state is ItemState.DEAD:
-            dead += len(payload.get("records", ()))
-            co_failed += int((row.result or {}).get("co_failed", 0))
-    return unique, dead, co_failed, _completion(latencies)
 
 
 @dataclass

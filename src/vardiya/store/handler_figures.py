@@ -21,12 +21,13 @@ import sqlalchemy as sa
 from ..rules.calls import CallOutcome
 from .records import ItemState
 from .schema import invocation_calls, work_items
+from .stream_figures import stream_latencies, stream_sums
 from .url import Backend
 
 if TYPE_CHECKING:
     from .api import Store
 
-__all__ = ["CallTotals", "HandlerFigureReads", "ItemTotals"]
+__all__ = ["CallTotals", "HandlerFigureReads", "ItemTotals", "StreamTotals", "nearest_rank"]
 
 _FINISHED = (ItemState.SUCCEEDED, ItemState.DEAD)
 
@@ -56,6 +57,25 @@ class CallTotals(NamedTuple):
     failed: int
     """Calls that did not succeed (failed or timed out)."""
     timed_out: int
+
+
+class StreamTotals(NamedTuple):
+    """The records of the batches of one stream, from the batches' payloads and results.
+
+    A batch's payload holds its records still to run (``records``: ``[offset, key, record,
+    arrived_ms, ...]``) and those that finished in an earlier attempt (``completed``:
+    ``[arrived_ms, finished_ms]``); a dead batch's result counts its ``co_failed`` records.
+    """
+
+    unique: int
+    """Each batch's ``size`` (the length of its ``records`` when it has none)."""
+    dead: int
+    """The records of the dead batches."""
+    co_failed: int
+    latencies: int
+    """How many latencies: every completed record, and the records of succeeded and dead batches."""
+    latency_sum_ms: int
+    latency_p99_ms: int | None
 
 
 def nearest_rank(count: int, share: float) -> int:
@@ -143,4 +163,28 @@ class HandlerFigureReads:
             calls, records, busy, failed, timed_out = connection.execute(query).one()
         return CallTotals(
             calls=calls, records=int(records or 0), busy_ms=_sum_or_zero(busy), failed=failed, timed_out=timed_out
+        )
+
+    def stream_totals(self, kind: str, *, since: datetime | None = None) -> StreamTotals:
+        """The record figures of the batches of ``kind`` (created at or after ``since``), read in SQL from
+        their JSON documents (SQLite ``json_extract``/``json_each``, PostgreSQL ``->>``/
+        ``jsonb_array_elements``): no document reaches Python."""
+        backend = self._store.backend
+        of_kind = self._of_kind(kind, since)
+        done_ms = _epoch_ms(work_items.c.updated_at, backend)
+        latencies = stream_latencies(backend, of_kind, work_items.c.state.in_(_FINISHED), done_ms)
+        with self._store.reading() as connection:
+            unique, dead, co_failed = connection.execute(stream_sums(backend, of_kind)).one()
+            count, total = connection.execute(sa.select(sa.func.count(), sa.func.sum(latencies.c.ms))).one()
+            p99 = None
+            if count:
+                ranked = sa.select(latencies.c.ms).order_by(latencies.c.ms).offset(nearest_rank(count, 0.99) - 1)
+                p99 = int(connection.execute(ranked.limit(1)).scalar_one())
+        return StreamTotals(
+            unique=int(unique or 0),
+            dead=int(dead or 0),
+            co_failed=int(co_failed or 0),
+            latencies=count,
+            latency_sum_ms=int(total or 0),
+            latency_p99_ms=p99,
         )
