@@ -96,6 +96,14 @@ def _epoch_ms(column: sa.ColumnElement[datetime], backend: Backend) -> sa.Column
     return (micros // 1000) - sa.case((micros % 1000 < 0, 1), else_=0)
 
 
+def _ranked(query: sa.Select[int], value: sa.ColumnElement[int], count: int) -> sa.Select[int]:
+    """The nearest-rank p99 of the ``count`` values ``query`` gives: the ``count - rank + 1``-th largest
+    (the same value as the ``rank``-th smallest, ties included). Counting from the top keeps the sort
+    to the top 1 % (a bounded top-N sort on both backends) instead of ordering every value."""
+    above = count - nearest_rank(count, 0.99)
+    return query.order_by(value.desc()).offset(above).limit(1)
+
+
 def _sum_or_zero(value: float | int | None) -> float | int:
     return 0 if value is None else value
 
@@ -130,14 +138,8 @@ class HandlerFigureReads:
             items, dead, done, latency_sum, told, told_busy = connection.execute(totals).one()
             p99 = None
             if done:
-                ranked = (
-                    sa.select(latency)
-                    .where(*of_kind, finished)
-                    .order_by(latency)
-                    .offset(nearest_rank(done, 0.99) - 1)
-                    .limit(1)
-                )
-                p99 = int(connection.execute(ranked).scalar_one())
+                ranked = sa.select(latency).where(*of_kind, finished)
+                p99 = int(connection.execute(_ranked(ranked, latency, done)).scalar_one())
         return ItemTotals(
             items=items,
             dead=dead,
@@ -151,14 +153,16 @@ class HandlerFigureReads:
     def call_totals(self, kind: str, *, since: datetime | None = None) -> CallTotals:
         """The totals of the logged calls of the items of ``kind`` (created at or after ``since``)."""
         q = invocation_calls.c
-        items = sa.select(work_items.c.id).where(*self._of_kind(kind, since))
+        # Driven by the call log (one row per failed call, or per stream batch call), each call's item
+        # looked up by its id: an IN over the kind's item ids built a list of every item first.
+        of_item = sa.exists().where(work_items.c.id == q.item_id, *self._of_kind(kind, since))
         query = sa.select(
             sa.func.count(),
             sa.func.sum(q.records),
             sa.func.sum(q.busy_ms),
             sa.func.count().filter(q.outcome != CallOutcome.SUCCEEDED.value),
             sa.func.count().filter(q.outcome == CallOutcome.TIMED_OUT.value),
-        ).where(q.item_id.in_(items), q.records > 0)
+        ).where(q.records > 0, of_item)
         with self._store.reading() as connection:
             calls, records, busy, failed, timed_out = connection.execute(query).one()
         return CallTotals(
@@ -178,8 +182,8 @@ class HandlerFigureReads:
             count, total = connection.execute(sa.select(sa.func.count(), sa.func.sum(latencies.c.ms))).one()
             p99 = None
             if count:
-                ranked = sa.select(latencies.c.ms).order_by(latencies.c.ms).offset(nearest_rank(count, 0.99) - 1)
-                p99 = int(connection.execute(ranked.limit(1)).scalar_one())
+                ranked = sa.select(latencies.c.ms)
+                p99 = int(connection.execute(_ranked(ranked, latencies.c.ms, count)).scalar_one())
         return StreamTotals(
             unique=int(unique or 0),
             dead=int(dead or 0),
