@@ -16,8 +16,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..rules.calls import CallOutcome
-from ..store.records import ItemState
-from ..store.streams import epoch_ms
 from .handlers import Handler, Model
 
 if TYPE_CHECKING:
@@ -92,42 +90,34 @@ def store_metrics(
     prices: Prices | None = None,
     caller_wait_ms: float | None = None,
 ) -> Metrics:
-    """The metrics of ``handler``'s async or stream work in the store (items created since ``since``)."""
+    """The metrics of ``handler``'s async or stream work in the store (items created since ``since``).
+
+    Every figure is a SQL aggregate of the store (``store/handler_figures.py``): counts, sums and the
+    nearest-rank p99, a stream's per-record ones read from its batches' JSON documents in SQL, so no
+    item is read into Python.
+    """
     stream = handler.model is Model.STREAM
     kind = handler.batch_kind if stream else handler.call_kind
-    items = store.items.figures(kind, since=since)
-    calls = store.invocations.call_figures([row.id for row in items])
+    items = store.invocations.item_totals(kind, since=since)
+    calls = store.invocations.call_totals(kind, since=since)
+    if stream:
+        batches = store.invocations.stream_totals(kind, since=since)
+        unique, dead, co_failed = batches.unique, batches.dead, batches.co_failed
+        latency_count, latency_sum, latency_p99 = batches.latencies, batches.latency_sum_ms, batches.latency_p99_ms
+    else:
+        unique, dead, co_failed = items.items, items.dead, 0
+        latency_count, latency_sum, latency_p99 = items.finished, items.latency_sum_ms, items.latency_p99_ms
+    mean = latency_sum / latency_count if latency_count else 0.0
+    p99 = float(latency_p99) if latency_p99 is not None else 0.0
     # A successful async call is told by its item (busy_ms), not by a call-log row: one call of one
     # record that succeeded.
-    told = [row.busy_ms for row in items if row.busy_ms is not None]
-    unique = dead = co_failed = 0
-    latencies: list[float] = []
-    for row in items:
-        finished = row.state in (ItemState.SUCCEEDED, ItemState.DEAD)
-        done_ms = epoch_ms(row.updated_at)
-        if stream:
-            payload = row.payload or {}
-            unique += payload.get("size", len(payload.get("records", ())))
-            for arrived, finished_ms in payload.get("completed", ()):
-                latencies.append(finished_ms - arrived)
-            if finished:
-                latencies.extend(done_ms - record[3] for record in payload.get("records", ()))
-            if row.state is ItemState.DEAD:
-                dead += len(payload.get("records", ()))
-                co_failed += int((row.result or {}).get("co_failed", 0))
-        else:
-            unique += 1
-            if finished:
-                latencies.append(done_ms - epoch_ms(row.created_at))
-            if row.state is ItemState.DEAD:
-                dead += 1
-    busy = sum(call.busy_ms for call in calls) + sum(told)
-    mean, p99 = _completion(latencies)
+    count = calls.calls + items.told_calls
+    busy = calls.busy_ms + items.told_busy_ms
     return Metrics(
         handler=handler.name,
         model=handler.model.value,
-        calls=len(calls) + len(told),
-        processed=sum(call.records for call in calls) + len(told),
+        calls=count,
+        processed=calls.records + items.told_calls,
         unique=unique,
         dead_letter=dead,
         co_failed=co_failed,
@@ -135,9 +125,9 @@ def store_metrics(
         completion_mean_ms=mean,
         completion_p99_ms=p99,
         busy_ms=busy,
-        cost=(prices or Prices()).cost(len(calls) + len(told), busy),
-        fits_limit=all(call.outcome is not CallOutcome.TIMED_OUT for call in calls),
-        failed_calls=sum(1 for call in calls if call.outcome is not CallOutcome.SUCCEEDED),
+        cost=(prices or Prices()).cost(count, busy),
+        fits_limit=calls.timed_out == 0,
+        failed_calls=calls.failed,
     )
 
 

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from xml.sax.saxutils import escape, quoteattr
@@ -123,15 +122,17 @@ def _legend(states: list[str], top: float, width: float) -> tuple[list[str], flo
     return parts, y + _SWATCH - top
 
 
-@dataclass(frozen=True, kw_only=True)
 class _Cell:
-    """Where a task's cell is drawn: its box, its row, and whether it spans the grid (unpartitioned)."""
+    """Where a task's cell is drawn: its box, its row, and whether it spans the grid (unpartitioned).
 
-    x: float
-    y: float
-    width: float
-    row: int
-    wide: bool
+    A plain class with slots, not a frozen dataclass: the grid makes one per task (10,000 and more) and
+    a frozen dataclass's ``__init__`` costs several times as much.
+    """
+
+    __slots__ = ("row", "wide", "width", "x", "y")
+
+    def __init__(self, x: float, y: float, width: float, row: int, wide: bool) -> None:
+        self.x, self.y, self.width, self.row, self.wide = x, y, width, row, wide
 
     @property
     def middle(self) -> float:
@@ -155,10 +156,7 @@ def _cells(graph: TaskGraph, column_of: Mapping[str, int], *, left: float, top: 
         wide = stage.partitions.kind is PartitionKind.UNPARTITIONED
         for key in stage.partitions.keys:
             column, columns = (0, span) if wide else (column_of[key], 1)
-            cells.append(
-                _Cell(x=left + column * cell + inset, y=_row_top(top, row), width=columns * cell - 2 * inset,
-                      row=row, wide=wide)
-            )
+            cells.append(_Cell(left + column * cell + inset, _row_top(top, row), columns * cell - 2 * inset, row, wide))
     return cells
 
 
@@ -217,8 +215,7 @@ def grid_svg(
     for row, stage in enumerate(graph.stages):
         middle = _row_top(top, row) + _ROW_HEIGHT / 2
         parts.append(svg_text(left - 8, middle + 4, stage.name, class_="stage", text_anchor="end"))
-    for task, place in enumerate(cells):
-        parts.append(_task_rect(names[task], place, drawn[task], task in marked))
+    parts += _task_rects(names, cells, drawn, marked)
     parts.append('<g class="edges" fill="none">')
     parts += (_edge_path(names[before], names[task], cells[before], cells[task]) for before, task in crossing)
     parts.append("</g>")
@@ -227,19 +224,57 @@ def grid_svg(
     return "\n".join(parts) + "\n"
 
 
-def _task_rect(name: str, place: _Cell, state: str, marked_stale: bool) -> str:
-    """One task's cell, filled by its state, outlined yellow when stale, named in its tooltip."""
+def _task_rects(names: Sequence[str], cells: list[_Cell], drawn: list[str], marked: set[int]) -> list[str]:
+    """Every task's cell, filled by its state, outlined yellow when stale, named in its tooltip.
+
+    The grid's hot loop (one element per task): the attributes after the name depend only on the
+    state and the stale mark, and the coordinates repeat by column and by row, so both are made once.
+    """
+    styles: dict[tuple[str, bool], tuple[str, str, str]] = {}
+    numbers: dict[float, str] = {}
+    rects: list[str] = []
+    for task, place in enumerate(cells):
+        state, marked_stale = drawn[task], task in marked
+        style = styles.get((state, marked_stale))
+        if style is None:
+            style = styles[state, marked_stale] = _rect_style(state, marked_stale)
+        head, tail, note = style
+        x, y, width = numbers.get(place.x), numbers.get(place.y), numbers.get(place.width)
+        if x is None:
+            x = numbers[place.x] = format_number(place.x)
+        if y is None:
+            y = numbers[place.y] = format_number(place.y)
+        if width is None:
+            width = numbers[place.width] = format_number(place.width)
+        name = names[task]
+        rects.append(
+            f'<rect class="task" data-task={_quoted(name)}{head}x="{x}" y="{y}" width="{width}"{tail}'
+            f"<title>{escape(name)}: {note}</title></rect>"
+        )
+    return rects
+
+
+def _rect_style(state: str, marked_stale: bool) -> tuple[str, str, str]:
+    """The parts of a task's cell that depend on its state and stale mark only: the attributes before the
+    box, those after it, and the tooltip's note."""
     fill, outline = STATE_COLOURS[state]
     is_stale = marked_stale or state == STALE
     stroke, stroke_width = (STALE_OUTLINE, 2.5) if is_stale else (outline, 1)
     note = f"{state}, stale" if marked_stale and state != STALE else state
     flag = ' data-stale="true"' if is_stale else ""
-    return (
-        f'<rect class="task" data-task={quoteattr(name)} data-state={quoteattr(state)}{flag} '
-        f'x="{format_number(place.x)}" y="{format_number(place.y)}" width="{format_number(place.width)}" height="{_ROW_HEIGHT}" '
-        f'fill="{fill}" stroke="{stroke}" stroke-width="{stroke_width}">'
-        f"<title>{escape(f'{name}: {note}')}</title></rect>"
-    )
+    head = f" data-state={quoteattr(state)}{flag} "
+    tail = f' height="{_ROW_HEIGHT}" fill="{fill}" stroke="{stroke}" stroke-width="{stroke_width}">'
+    return head, tail, escape(note)
+
+
+_PLAIN = str.maketrans("", "", "&<>\"'\n\r\t")
+
+
+def _quoted(value: str) -> str:
+    """``quoteattr(value)``, with a short way for the usual name that has nothing to escape."""
+    if len(value.translate(_PLAIN)) == len(value):
+        return f'"{value}"'
+    return quoteattr(value)
 
 
 def _edge_path(upstream: str, downstream: str, start: _Cell, end: _Cell) -> str:

@@ -65,22 +65,26 @@ def status(store: Store, pipeline: Pipeline | TaskGraph) -> PipelineStatus:
     """
     graph = pipeline if isinstance(pipeline, TaskGraph) else build_graph(pipeline)
     state = PipelineReads(store, graph.pipeline)
-    records = state.tasks()
+    records = state.task_states()
     recorded_reads = state.materialized_reads()
-    names = graph.names
+    names, pending = graph.names, TaskState.PENDING
     tasks: dict[str, TaskState] = {}
     stale: list[str] = []
     for task in graph.order_ids:
         name = names[task]
         record = records.get(name)
-        tasks[name] = record.state if record is not None else TaskState.PENDING
-        if record is None or record.state is not TaskState.SUCCEEDED or record.materialized_run_id is None:
+        if record is None:
+            tasks[name] = pending
+            continue
+        task_state, materialized = record
+        tasks[name] = task_state
+        if task_state is not TaskState.SUCCEEDED or materialized is None:
             continue
         upstream = {names[before] for before in graph.predecessors[task]}
         upstream.update(recorded_reads.get(name, ()))
         for before in upstream:
             other = records.get(before)
-            if other is not None and (other.materialized_run_id or 0) > record.materialized_run_id:
+            if other is not None and (other[1] or 0) > materialized:
                 stale.append(name)
                 break
     return PipelineStatus(pipeline=graph.pipeline, tasks=tasks, stale=tuple(stale))

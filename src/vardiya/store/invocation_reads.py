@@ -13,26 +13,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import sqlalchemy as sa
 
 from ..rules.calls import CallOutcome
+from .handler_figures import HandlerFigureReads
 from .records import ItemState
 from .schema import invocation_calls, work_item_keys, work_items
 
 if TYPE_CHECKING:
     from .api import Store
 
-__all__ = ["CallFigures", "DeadItem", "InvocationReads", "LoggedCall"]
+__all__ = ["DeadItem", "InvocationReads", "LoggedCall"]
 
-#: Item ids per IN-list, well under every backend's bound-parameter limit.
-_ID_CHUNK = 5_000
 _KEY_CHUNK = 1_000
-
-
-class CallFigures(NamedTuple):
-    """What the metrics count of one logged handler call."""
-
-    records: int
-    failed: int
-    busy_ms: float
-    outcome: CallOutcome
 
 
 class LoggedCall(NamedTuple):
@@ -61,26 +51,10 @@ class DeadItem(NamedTuple):
     updated_at: datetime
 
 
-class InvocationReads:
+class InvocationReads(HandlerFigureReads):
     """The reading operations on the invocation tables of one store."""
 
     _store: Store
-
-    def call_figures(self, item_ids: Sequence[int]) -> list[CallFigures]:
-        """The logged calls (of at least one record) of the items ``item_ids``."""
-        q = invocation_calls.c
-        calls: list[CallFigures] = []
-        with self._store.reading() as connection:
-            for start in range(0, len(item_ids), _ID_CHUNK):
-                calls.extend(
-                    CallFigures(row.records, row.failed, row.busy_ms, CallOutcome(row.outcome))
-                    for row in connection.execute(
-                        sa.select(q.records, q.failed, q.busy_ms, q.outcome).where(
-                            q.item_id.in_(item_ids[start : start + _ID_CHUNK]), q.records > 0
-                        )
-                    )
-                )
-        return calls
 
     def calls_of(self, item_id: int) -> list[LoggedCall]:
         """The logged calls of one item, in the order they were made."""

@@ -166,6 +166,18 @@ class PipelineReads:
             rows = connection.execute(sa.select(pipeline_tasks).where(t.pipeline == self.pipeline))
             return {row.task: _task(row) for row in rows}
 
+    def task_states(self) -> dict[str, tuple[TaskState, int | None]]:
+        """Every task of the pipeline that has a row, by name: its state and the run that materialized
+        its current output (None: none). What the status reads, without the rest of each row."""
+        t = pipeline_tasks.c
+        # The state as its plain text, mapped here: the Enum type's per-row processing costs more.
+        states = {state.value: state for state in TaskState}
+        query = sa.select(t.task, sa.type_coerce(t.state, sa.String), t.materialized_run_id).where(
+            t.pipeline == self.pipeline
+        )
+        with self._store.reading() as connection:
+            return {task: (states[state], run_id) for task, state, run_id in connection.execute(query)}
+
     def task(self, name: str) -> TaskRecord | None:
         """One task's row, or None when it was never planned."""
         t = pipeline_tasks.c

@@ -16,6 +16,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Form, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from jinja2.utils import url_quote
+from markupsafe import Markup, escape
 
 from ..errors import InvalidInput
 from ..store.controls import REASON_MAX
@@ -181,7 +183,25 @@ def pipeline(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) 
     _pipeline_names(request, name)
     ui = context_of(request)
     status, grid = reports.pipeline_view(ui.store, ui.app, name)
-    return _page(request, "pipeline.html", page="pipelines", name=name, status=status, grid=grid)
+    return _page(request, "pipeline.html", page="pipelines", name=name, rows=_task_rows(name, status), grid=grid)
+
+
+def _task_rows(name: str, status: dict[str, Any]) -> Markup:
+    """The task table's rows: one per task, 10,000 on a big pipeline, so they are built here (escaped
+    and quoted as the template's ``{{ }}`` and ``urlencode`` would) rather than by a template loop,
+    which took 20 µs a row."""
+    stale = set(status["stale"])
+    base = f"/pipelines/{escape(url_quote(name))}"
+    rows = []
+    for task, state in status["tasks"].items():
+        shown, quoted = escape(task), escape(url_quote(task))
+        mark = ' <span class="muted">(stale)</span>' if task in stale else ""
+        rows.append(
+            f'<tr data-task="{shown}"><td><a href="{base}/tasks/{quoted}">{shown}</a>{mark}</td>'
+            f"<td data-state>{escape(state)}</td>\n"
+            f'<td><a href="{base}/rerun?task={quoted}">rerun… (blast radius first)</a></td></tr>'
+        )
+    return Markup("".join(rows))
 
 
 @router.get("/pipelines/{name}/tasks/{task}", response_class=HTMLResponse)
