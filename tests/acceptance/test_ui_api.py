@@ -246,7 +246,9 @@ def test_a_rerun_from_the_page_runs_exactly_the_listed_tasks(dashboard: Dashboar
     assert client.post("/pipelines/grid/rerun", data={"task": "clean@north"}, follow_redirects=False).status_code == 403
     (dashboard.cwd / "broken_clean").unlink()
     done = client.post("/pipelines/grid/rerun", data={"task": "clean@north", "csrf": dashboard.guard.csrf}, follow_redirects=False)
-    assert done.status_code == 303 and "2+succeeded%2C+0+failed" in done.headers["location"]
+    assert done.status_code == 303 and done.headers["location"] == "/pipelines/grid/runs/1"  # it runs in the background
+    client.app.state.ui.runs.wait(60)  # type: ignore[attr-defined]
+    assert "2 succeeded, 0 failed" in client.get(done.headers["location"]).text
     states = client.get("/api/pipelines/grid/status").json()["tasks"]
     assert states["clean@north"] == "succeeded" and states["report@north"] == "succeeded"
 

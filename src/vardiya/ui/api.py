@@ -172,6 +172,14 @@ def api_pipeline_impact(request: Request, name: Annotated[str, Path(max_length=T
     return reports.pipeline_impact_document(ui.app, name, task)
 
 
+@router.get("/pipelines/{name}/resume-preview", summary="vardiya pipeline resume PIPE --dry-run --json")
+def api_pipeline_resume_preview(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) -> dict[str, Any]:
+    """The exact task list a resume would run (its last run's failed, blocked and never-run tasks), and
+    each failed task's blast radius; nothing is run."""
+    ui = _known_pipeline(request, name)
+    return reports.pipeline_resume_preview_document(ui.store, ui.app, name)
+
+
 @router.get("/pipelines/{name}/tasks/{task}", summary="one task: state, attempts, reads, tracebacks, blast radius")
 def api_pipeline_task(
     request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], task: Annotated[str, Path(max_length=TEXT_MAX)]

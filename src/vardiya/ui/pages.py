@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path as FilePath
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -23,11 +23,14 @@ from . import reports
 from .api import ID_MAX, TEXT_MAX, known_slot_job, letter_filter, plan_sizes
 from .context import authorize, context_of, signed_in
 from .reports import LetterFilter
+from .runs import BackgroundRun
 
-__all__ = ["REFRESH_S", "router", "templates"]
+__all__ = ["REFRESH_S", "RUN_POLL_S", "router", "templates"]
 
 #: How often the overview's live part is fetched again, in seconds.
 REFRESH_S = 5
+#: How often a running rerun's or resume's status is fetched again, in seconds.
+RUN_POLL_S = 1
 
 templates = Jinja2Templates(directory=FilePath(__file__).parent / "templates")
 router = APIRouter(include_in_schema=False)
@@ -164,6 +167,10 @@ def _pipeline_names(request: Request, name: str | None = None) -> list[str]:
     return names
 
 
+#: The task states a resume would run again (the preview narrows them to the last run's selection).
+_RESUMABLE = frozenset({"failed", "blocked", "pending", "running"})
+
+
 @router.get("/pipelines", response_class=HTMLResponse)
 def pipelines(request: Request) -> HTMLResponse:
     """The app's pipelines; each links to its grid."""
@@ -181,7 +188,9 @@ def pipeline(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) 
     _pipeline_names(request, name)
     ui = context_of(request)
     status, grid = reports.pipeline_view(ui.store, ui.app, name)
-    return _page(request, "pipeline.html", page="pipelines", name=name, status=status, grid=grid)
+    # A resume runs the failed, blocked and never-run tasks; its preview says exactly which.
+    resumable = any(state in _RESUMABLE for state in status["tasks"].values())
+    return _page(request, "pipeline.html", page="pipelines", name=name, status=status, grid=grid, resumable=resumable)
 
 
 @router.get("/pipelines/{name}/tasks/{task}", response_class=HTMLResponse)
@@ -215,13 +224,72 @@ def rerun(
     task: Annotated[str, Form(min_length=1, max_length=TEXT_MAX)],
     csrf: Annotated[str | None, Form()] = None,
 ) -> Response:
-    """Rerun what the preview listed (token cookie and CSRF token required); waits for the run."""
+    """Start the rerun the preview listed (token cookie and CSRF token required) in the background, and
+    send the browser to its status page; 409 while another run of the pipeline started here runs."""
     authorize(request, csrf)
     _pipeline_names(request, name)
     ui = context_of(request)
-    result = reports.pipeline_rerun_document(ui.store, ui.app, name, task)
-    return _back(f"/pipelines/{name}", f"rerun {result['run_id']} of {task}: {len(result['succeeded'])} succeeded, "
-                 f"{len(result['failed'])} failed, {len(result['blocked'])} blocked")
+    reports.pipeline_impact_document(ui.app, name, task)  # an unknown task is refused before a thread starts
+    started = ui.runs.start(name, "rerun", task, lambda: reports.pipeline_rerun_document(ui.store, ui.app, name, task))
+    return RedirectResponse(f"/pipelines/{quote(name, safe='')}/runs/{started.id}", status_code=303)
+
+
+@router.get("/pipelines/{name}/resume", response_class=HTMLResponse)
+def resume_preview(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) -> HTMLResponse:
+    """What a resume would do, before it does it: the exact task list (``pipeline resume --dry-run``) and
+    the blast radius of each failed task in it."""
+    _pipeline_names(request, name)
+    ui = context_of(request)
+    preview = reports.pipeline_resume_preview_document(ui.store, ui.app, name)
+    return _page(request, "resume.html", page="pipelines", name=name, preview=preview)
+
+
+@router.post("/pipelines/{name}/resume")
+def resume_pipeline(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], csrf: Annotated[str | None, Form()] = None,
+) -> Response:
+    """Start the resume the preview listed (token cookie and CSRF token required) in the background."""
+    authorize(request, csrf)
+    _pipeline_names(request, name)
+    ui = context_of(request)
+    reports.pipeline_resume_preview_document(ui.store, ui.app, name)  # no run to resume: refused here, not in a thread
+    started = ui.runs.start(name, "resume", None, lambda: reports.pipeline_resume_document(ui.store, ui.app, name))
+    return RedirectResponse(f"/pipelines/{quote(name, safe='')}/runs/{started.id}", status_code=303)
+
+
+def _background_run(request: Request, name: str, run_id: int) -> BackgroundRun:
+    _pipeline_names(request, name)
+    found = context_of(request).runs.get(run_id)
+    if found is None or found.pipeline != name:
+        raise HTTPException(404, f"this dashboard started no run {run_id} of pipeline {name!r} (or has forgotten it)")
+    return found
+
+
+@router.get("/pipelines/{name}/runs/{run_id}", response_class=HTMLResponse)
+def background_run(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], run_id: Annotated[int, Path(ge=1, le=ID_MAX)],
+) -> HTMLResponse:
+    """A rerun or resume started here: running, done (with what it ran) or failed (with the error),
+    refreshed by htmx until it ends."""
+    return _page(request, "run.html", page="pipelines", **_run_values(request, name, run_id))
+
+
+@router.get("/fragments/pipelines/{name}/runs/{run_id}", response_class=HTMLResponse)
+def background_run_fragment(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], run_id: Annotated[int, Path(ge=1, le=ID_MAX)],
+) -> HTMLResponse:
+    """The run's live part, which htmx fetches every ``RUN_POLL_S`` seconds while it runs."""
+    return _page(request, "_run.html", **_run_values(request, name, run_id))
+
+
+def _run_values(request: Request, name: str, run_id: int) -> dict[str, Any]:
+    """A run's page values; once it has ended, the pipeline's grid too (its new states)."""
+    run = _background_run(request, name, run_id).to_json()
+    grid = None
+    if run["phase"] != "running":
+        ui = context_of(request)
+        grid = reports.pipeline_view(ui.store, ui.app, name)[1]
+    return {"name": name, "run": run, "grid": grid, "poll_s": RUN_POLL_S}
 
 
 @router.get("/slots", response_class=HTMLResponse)

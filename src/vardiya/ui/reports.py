@@ -15,6 +15,8 @@ function                               the command whose ``--json`` it is
 ``slot_report_document``               ``vardiya slots report JOB --period P``
 ``pipeline_impact_document``           ``vardiya pipeline impact PIPE --task T``
 ``pipeline_rerun_document``            ``vardiya pipeline rerun PIPE --task T``
+``pipeline_resume_preview_document``   ``vardiya pipeline resume PIPE --dry-run``
+``pipeline_resume_document``           ``vardiya pipeline resume PIPE``
 ``slot_balance_document``              ``vardiya slots balance --slots B --assign A --ids IDS``
                                        (B, A and IDS the job's scheme and source)
 ``backfill_preview_document``          ``vardiya slots backfill JOB --period P --dry-run``
@@ -46,7 +48,7 @@ from ..errors import InvalidInput
 from ..invoke import dlq as letters
 from ..invoke.handlers import Model
 from ..invoke.metrics import store_metrics
-from ..pipeline import rerun, task_impact
+from ..pipeline import rerun, resume, resume_preview, task_impact
 from ..pipeline import status as pipeline_status
 from ..pipeline.grid import grid_svg
 from ..plan.compare import Comparison, compare
@@ -92,6 +94,8 @@ __all__ = [
     "pipeline_grid",
     "pipeline_impact_document",
     "pipeline_rerun_document",
+    "pipeline_resume_document",
+    "pipeline_resume_preview_document",
     "pipeline_status_document",
     "pipeline_task_document",
     "purge_document",
@@ -281,6 +285,24 @@ def pipeline_rerun_document(store: Store, app: App | None, name: str, task: str)
     entry = _pipeline(app, name)
     pipeline_impact_document(app, name, task)  # an unknown task is refused before anything is written
     return rerun(store, entry.pipeline, task, root=entry.root, concurrency=entry.concurrency, strict=entry.strict).to_json()
+
+
+def pipeline_resume_preview_document(store: Store, app: App | None, name: str) -> dict[str, Any]:
+    """``vardiya pipeline resume PIPE --dry-run --json`` (the exact task list, planned as the resume
+    plans it), with each failed task of that list and its blast radius: what the resume retries first."""
+    graph = _pipeline(app, name).graph
+    document = resume_preview(store, graph).to_json()
+    states = pipeline_status(store, graph).tasks
+    document["failed"] = [
+        {"task": task, "blast_radius": task_impact(graph, task).blast_radius}
+        for task in document["to_run"] if states.get(task) == "failed"
+    ]
+    return document
+
+
+def pipeline_resume_document(store: Store, app: App | None, name: str) -> dict[str, Any]:
+    """``vardiya pipeline resume PIPE --json``: the last run's failed, blocked and never-run tasks."""
+    return resume(store, _pipeline(app, name).graph).to_json()
 
 
 def _time(moment: datetime | None) -> str | None:

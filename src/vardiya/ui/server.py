@@ -26,6 +26,7 @@ from ..errors import StoreError, VardiyaError
 from ..store import Store
 from . import api, pages
 from .context import UiContext
+from .runs import RunBusy
 from .security import COOKIE, Guard
 
 __all__ = ["create_app"]
@@ -84,6 +85,10 @@ def create_app(store: Store, app: App | None, guard: Guard, *, root: Path | None
     @server.exception_handler(StoreError)
     async def store_failed(request: Request, error: StoreError) -> Response:
         return _refuse(request, 503, str(error))
+
+    @server.exception_handler(RunBusy)
+    async def busy(request: Request, error: RunBusy) -> Response:
+        return _refuse(request, 409, str(error))
 
     @server.exception_handler(VardiyaError)
     async def refused(request: Request, error: VardiyaError) -> Response:

@@ -1,0 +1,103 @@
+"""Rerun and resume from the dashboard: a preview first (the CLI's dry run), then a POST that starts the
+run in the server's background and sends the browser to its status page, one run per pipeline at once."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from tests.acceptance.test_ui_api import Dashboard, _serving
+from vardiya.errors import InvalidInput
+from vardiya.ui.runs import BackgroundRuns
+
+
+@pytest.fixture
+def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
+    with _serving(tmp_path_factory.mktemp("runs")) as serving:
+        yield serving
+
+
+def _runs(dashboard: Dashboard) -> BackgroundRuns:
+    found: BackgroundRuns = dashboard.client.app.state.ui.runs  # type: ignore[attr-defined]
+    return found
+
+
+def test_a_resume_shows_the_clis_dry_run_first_then_runs_in_the_background(dashboard: Dashboard) -> None:
+    spec = f"{dashboard.cwd / 'meters_app.py'}:grid"
+    get = dashboard.client.get
+    preview = get("/api/pipelines/grid/resume-preview").json()
+    cli = dashboard.cli_json("pipeline", "resume", spec, "--dry-run")
+    assert {key: value for key, value in preview.items() if key != "failed"} == cli
+    assert cli["to_run"] == ["clean@north", "report@north"] and cli["mode"] == "resume" and cli["resumes"] == 1
+    assert preview["failed"] == [{"task": "clean@north", "blast_radius": 1}]
+    assert dashboard.cli_json("pipeline", "status", spec)["tasks"]["clean@north"] == "failed"  # the dry run ran nothing
+    assert 'id="resume-link"' in get("/pipelines/grid").text
+    page = get("/pipelines/grid/resume")
+    assert page.status_code == 200 and "<li>report@north</li>" in page.text and "blast radius <strong>1</strong>" in page.text
+    assert "Read only" in page.text and "resume-confirm" not in page.text
+
+    assert dashboard.client.post("/pipelines/grid/resume", follow_redirects=False).status_code == 401
+    client = dashboard.signed_in()
+    assert client.post("/pipelines/grid/resume", data={"csrf": "forged"}, follow_redirects=False).status_code == 403
+    assert 'id="resume-confirm"' in client.get("/pipelines/grid/resume").text
+    (dashboard.cwd / "broken_clean").unlink()  # the fix is in
+    started = client.post("/pipelines/grid/resume", data={"csrf": dashboard.guard.csrf}, follow_redirects=False)
+    assert started.status_code == 303
+    location = started.headers["location"]
+    assert location == "/pipelines/grid/runs/1"
+    _runs(dashboard).wait(60)
+    status = client.get(location).text
+    assert 'id="run-phase" class="phase-done">done' in status and "2 succeeded, 0 failed, 0 blocked" in status
+    assert "hx-trigger" not in status and "<svg" in status  # it stopped polling and shows the new grid
+    states = client.get("/api/pipelines/grid/status").json()["tasks"]
+    assert states["clean@north"] == "succeeded" and states["report@north"] == "succeeded"
+    assert "Nothing to resume" in client.get("/pipelines/grid/resume").text
+    assert 'id="resume-link"' not in client.get("/pipelines/grid").text
+
+
+def test_a_second_run_of_a_pipeline_while_one_runs_is_409_and_the_status_page_polls_until_it_ends(
+    dashboard: Dashboard,
+) -> None:
+    client = dashboard.signed_in()
+    release = threading.Event()
+
+    def held() -> dict[str, object]:
+        release.wait(30)
+        return {"run_id": 9, "succeeded": ["clean@north"], "failed": [], "blocked": [], "skipped": [], "errors": {}}
+
+    running = _runs(dashboard).start("grid", "rerun", "clean@north", held)
+    try:
+        page = client.get(f"/pipelines/grid/runs/{running.id}").text
+        assert "phase-running" in page and f'hx-get="/fragments/pipelines/grid/runs/{running.id}"' in page
+        for path, data in (("/pipelines/grid/rerun", {"task": "load@south"}), ("/pipelines/grid/resume", {})):
+            refused = client.post(path, data={**data, "csrf": dashboard.guard.csrf}, follow_redirects=False)
+            assert refused.status_code == 409, path
+            assert "pipeline &#39;grid&#39; is already running (rerun of clean@north" in refused.text
+    finally:
+        release.set()
+        _runs(dashboard).wait(30)
+    fragment = client.get(f"/fragments/pipelines/grid/runs/{running.id}").text
+    assert "hx-get" not in fragment and "rerun 9: 1 succeeded, 0 failed" in fragment
+    # nothing else ran: the refused requests wrote nothing
+    assert client.get("/api/pipelines/grid/status").json()["tasks"]["clean@north"] == "failed"
+
+
+def test_a_failed_run_shows_its_error_and_bad_requests_are_refused_before_a_thread_starts(dashboard: Dashboard) -> None:
+    client = dashboard.signed_in()
+
+    def broken() -> dict[str, object]:
+        raise InvalidInput("the output directory is read-only")
+
+    failed = _runs(dashboard).start("grid", "resume", None, broken)
+    _runs(dashboard).wait(30)
+    page = client.get(f"/pipelines/grid/runs/{failed.id}").text
+    assert "phase-failed" in page and 'id="run-error">the output directory is read-only' in page
+    unknown = client.post("/pipelines/grid/rerun", data={"task": "nope@x", "csrf": dashboard.guard.csrf}, follow_redirects=False)
+    assert unknown.status_code == 400 and "has no task" in unknown.text
+    assert client.get(f"/pipelines/grid/runs/{failed.id + 1}").status_code == 404
+    assert client.get("/pipelines/nope/runs/1").status_code == 404
+    assert client.get("/pipelines/nope/resume").status_code == 404
+    assert client.get("/api/pipelines/nope/resume-preview").status_code == 404
+    assert client.get(f"/fragments/pipelines/grid/runs/{failed.id + 1}").status_code == 404
