@@ -13,17 +13,20 @@ from pathlib import Path as FilePath
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Depends, Form, HTTPException, Path, Query, Request
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Path, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from ..errors import InvalidInput
+from ..plan.profile import Profile
+from ..plan.workload import Workload
 from ..store.controls import REASON_MAX
 from . import reports
 from .api import ID_MAX, TEXT_MAX, known_slot_job, letter_filter, plan_sizes
 from .context import authorize, context_of, signed_in
 from .reports import LetterFilter
 from .runs import BackgroundRun
+from .uploads import UPLOAD_MAX_BYTES, profile_upload, workload_upload
 
 __all__ = ["REFRESH_S", "RUN_POLL_S", "router", "templates"]
 
@@ -410,6 +413,28 @@ def trigger(
     return _back(_local(back, "/controls"), said)
 
 
+def _batch_size(batch_size: str | None) -> int | None:
+    if not batch_size:
+        return None
+    try:
+        return int(batch_size)
+    except ValueError:
+        raise InvalidInput(f"batch_size must be a whole number, got {batch_size!r}") from None
+
+
+def _planned(
+    inputs: tuple[Workload, Profile], sizes: str | None, policy: str | None, batch_size: str | None
+) -> dict[str, Any]:
+    """The sweep and the comparison of a workload and profile, with their charts, for the planner page."""
+    size = _batch_size(batch_size)
+    swept = reports.sweep_of(inputs, sizes=plan_sizes(sizes), policy=policy or None)
+    compared = reports.compare_of(inputs, batch_size=size)
+    return {
+        "sweep": swept.to_json(), "sweep_chart": reports.sweep_chart(swept),
+        "comparison": compared.to_json(), "compare_chart": reports.compare_chart_svg(compared),
+    }
+
+
 @router.get("/planner", response_class=HTMLResponse)
 def planner(
     request: Request,
@@ -423,20 +448,36 @@ def planner(
     dashboard's working directory), as the charts and tables of ``vardiya plan``."""
     ui = context_of(request)
     values: dict[str, Any] = {"workload": workload or "", "profile": profile or "", "sizes": sizes or "",
-                              "policy": policy or "", "batch_size": batch_size or "", "root": str(ui.root)}
+                              "policy": policy or "", "batch_size": batch_size or "", "root": str(ui.root),
+                              "upload_mb": UPLOAD_MAX_BYTES // (1024 * 1024)}
     if workload and profile:
-        size = None
-        if batch_size:
-            try:
-                size = int(batch_size)
-            except ValueError:
-                raise InvalidInput(f"batch_size must be a whole number, got {batch_size!r}") from None
-        swept = reports.plan_sweep(ui.root, workload, profile, sizes=plan_sizes(sizes), policy=policy or None)
-        compared = reports.plan_compare(ui.root, workload, profile, batch_size=size)
-        values |= {
-            "sweep": swept.to_json(), "sweep_chart": reports.sweep_chart(swept),
-            "comparison": compared.to_json(), "compare_chart": reports.compare_chart_svg(compared),
-            "query": urlencode({key: value for key, value in (
-                ("workload", workload), ("profile", profile), ("sizes", sizes), ("policy", policy)) if value}),
-        }
+        values |= _planned(reports.plan_inputs(ui.root, workload, profile), sizes, policy, batch_size)
+        values["query"] = urlencode({key: value for key, value in (
+            ("workload", workload), ("profile", profile), ("sizes", sizes), ("policy", policy)) if value})
+    return _page(request, "planner.html", page="planner", **values)
+
+
+@router.post("/planner", response_class=HTMLResponse)
+def planner_upload(
+    request: Request,
+    workload_file: Annotated[UploadFile, File(description="the workload CSV")],
+    profile_file: Annotated[UploadFile, File(description="the cost profile TOML")],
+    sizes: Annotated[str | None, Form(max_length=1_000)] = None,
+    policy: Annotated[str | None, Form(pattern="^(retry_batch|bisect|report_failures)?$")] = None,
+    batch_size: Annotated[str | None, Form(max_length=20)] = None,
+) -> HTMLResponse:
+    """The planner of an uploaded workload and profile (read in memory, nothing written): the same
+    sweep and comparison as by path. Another site's page cannot post here (the Origin check)."""
+    ui = context_of(request)
+    if not ui.guard.origin_allowed(request.headers.get("origin")):
+        raise HTTPException(403, "the request's Origin is another site; upload from this dashboard's planner")
+    workload_name = (workload_file.filename or "workload")[:200]
+    profile_name = (profile_file.filename or "profile")[:200]
+    costs = profile_upload(profile_name, profile_file.file)  # as vardiya plan reads them: the profile first
+    loaded = workload_upload(workload_name, workload_file.file)
+    values: dict[str, Any] = {"workload": "", "profile": "", "shown_workload": workload_name,
+                              "shown_profile": profile_name, "sizes": sizes or "",
+                              "policy": policy or "", "batch_size": batch_size or "", "root": str(ui.root),
+                              "upload_mb": UPLOAD_MAX_BYTES // (1024 * 1024), "uploaded": True}
+    values |= _planned((loaded, costs), sizes, policy, batch_size)
     return _page(request, "planner.html", page="planner", **values)

@@ -79,8 +79,11 @@ __all__ = [
     "backfill_preview_document",
     "compare_chart_svg",
     "compare_document",
+    "compare_of",
     "plan_compare",
+    "plan_inputs",
     "plan_sweep",
+    "sweep_of",
     "sweep_document",
     "controls_document",
     "pause_document",
@@ -484,7 +487,7 @@ def under_root(root: Path, given: str, what: str) -> Path:
     return found
 
 
-def _plan_inputs(root: Path, workload: str, profile: str) -> tuple[Workload, Profile]:
+def plan_inputs(root: Path, workload: str, profile: str) -> tuple[Workload, Profile]:
     """The profile first (as ``vardiya plan`` reads them: its errors are the likelier ones), then the workload."""
     profile_path = under_root(root, profile, "profile")
     workload_path = under_root(root, workload, "workload")
@@ -503,8 +506,13 @@ def plan_sweep(root: Path, workload: str, profile: str, *, sizes: Sequence[int] 
                policy: str | None = None) -> Sweep:
     """One stream replay per batch size, as ``vardiya plan batch-sweep`` replays them."""
     chosen = _sizes(sizes)
-    loaded, costs = _plan_inputs(root, workload, profile)
-    return sweep(loaded, costs, sizes=chosen, policy=policy)
+    return sweep_of(plan_inputs(root, workload, profile), sizes=chosen, policy=policy)
+
+
+def sweep_of(inputs: tuple[Workload, Profile], *, sizes: Sequence[int] | None = None, policy: str | None = None) -> Sweep:
+    """``plan_sweep`` of a workload and profile already read (from files or uploads)."""
+    loaded, costs = inputs
+    return sweep(loaded, costs, sizes=_sizes(sizes), policy=policy)
 
 
 def sweep_document(root: Path, workload: str, profile: str, *, sizes: Sequence[int] | None = None,
@@ -516,7 +524,13 @@ def sweep_document(root: Path, workload: str, profile: str, *, sizes: Sequence[i
 def plan_compare(root: Path, workload: str, profile: str, *, batch_size: int | None = None, dedup: bool = False) -> Comparison:
     """The three models and the stream's policies, as ``vardiya plan compare`` replays them."""
     size = None if batch_size is None else check_batch_size(batch_size, "batch_size")
-    loaded, costs = _plan_inputs(root, workload, profile)
+    return compare_of(plan_inputs(root, workload, profile), batch_size=size, dedup=dedup)
+
+
+def compare_of(inputs: tuple[Workload, Profile], *, batch_size: int | None = None, dedup: bool = False) -> Comparison:
+    """``plan_compare`` of a workload and profile already read (from files or uploads)."""
+    loaded, costs = inputs
+    size = None if batch_size is None else check_batch_size(batch_size, "batch_size")
     return compare(loaded, costs, batch_size=size, dedup=dedup)
 
 

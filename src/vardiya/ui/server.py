@@ -28,6 +28,7 @@ from . import api, pages
 from .context import UiContext
 from .runs import RunBusy
 from .security import COOKIE, Guard
+from .uploads import UPLOAD_BODY_MAX_BYTES, UPLOAD_MAX_BYTES
 
 __all__ = ["create_app"]
 
@@ -68,6 +69,13 @@ def create_app(store: Store, app: App | None, guard: Guard, *, root: Path | None
             return PlainTextResponse(
                 "this dashboard answers only the names it was started for (see vardiya ui --allowed-host)",
                 status_code=400,
+            )
+        length = request.headers.get("content-length")
+        if request.method == "POST" and length and length.isdigit() and int(length) > UPLOAD_BODY_MAX_BYTES:
+            # refused before the body is read: a planner upload is two files of at most UPLOAD_MAX_BYTES
+            return PlainTextResponse(
+                f"this request's body is over {UPLOAD_BODY_MAX_BYTES // (1024 * 1024)} MB; the planner takes "
+                f"uploads of at most {UPLOAD_MAX_BYTES // (1024 * 1024)} MB each", status_code=413,
             )
         offered = request.query_params.get("token")
         if offered is not None and request.method == "GET" and not request.url.path.startswith("/api/"):
