@@ -101,3 +101,14 @@ def test_a_failed_run_shows_its_error_and_bad_requests_are_refused_before_a_thre
     assert client.get("/pipelines/nope/resume").status_code == 404
     assert client.get("/api/pipelines/nope/resume-preview").status_code == 404
     assert client.get(f"/fragments/pipelines/grid/runs/{failed.id + 1}").status_code == 404
+
+
+def test_the_server_stops_only_after_its_running_runs_end(tmp_path_factory: pytest.TempPathFactory) -> None:
+    release = threading.Event()
+    with _serving(tmp_path_factory.mktemp("stopping")) as serving:
+        runs = _runs(serving)
+        running = runs.start("grid", "resume", None, lambda: {"run_id": release.wait(30) and 5})
+        threading.Timer(2, release.set).start()
+    # the TestClient's exit is the server's shutdown: it waited for the run
+    ended = runs.get(running.id)
+    assert ended is not None and ended.phase.value == "done" and ended.result == {"run_id": 5}

@@ -7,7 +7,9 @@ pages; htmx (vendored in ``static/``) refreshes the overview. Everything ships i
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, Request
@@ -49,7 +51,17 @@ def _wants_html(request: Request) -> bool:
 def create_app(store: Store, app: App | None, guard: Guard, *, root: Path | None = None) -> FastAPI:
     """The dashboard over ``store`` (kept open by the caller), for ``app``'s jobs, handlers, pipelines;
     the planner reads workloads and profiles under ``root`` only (default: the working directory)."""
+    context = UiContext(store=store, app=app, guard=guard, root=(root or Path.cwd()).resolve())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: FastAPI) -> AsyncIterator[None]:
+        yield
+        # A rerun or resume still running finishes (and records its outcome) before the server stops:
+        # a run cut off mid-wave would leave its run row open until the next run found it.
+        await asyncio.to_thread(context.runs.wait)
+
     server = FastAPI(
+        lifespan=lifespan,
         title="vardiya dashboard API",
         version=__version__,
         description="The JSON of each endpoint is the `--json` document of the matching `vardiya` command.",
@@ -57,7 +69,7 @@ def create_app(store: Store, app: App | None, guard: Guard, *, root: Path | None
         docs_url="/api/docs",
         redoc_url=None,
     )
-    server.state.ui = UiContext(store=store, app=app, guard=guard, root=(root or Path.cwd()).resolve())
+    server.state.ui = context
     server.mount("/static", StaticFiles(directory=_STATIC), name="static")
     server.include_router(api.router)
     server.include_router(pages.router)
