@@ -274,6 +274,11 @@ def test_the_slot_jobs_page_charts_the_ledger_by_slot_as_the_cli_reports_it(read
     assert sum(slot["count"] for slot in api["slots"]) == 10  # the tick ran one slot of four: 10 of 40 records
     page = get("/slots", params={"job": "rolling", "period": "2026-12-01"})
     assert page.status_code == 200 and "<svg" in page.text and "period 2026-12-01" in page.text
+    # the previous and next periods are one click away (the chart of the period before)
+    assert 'id="period-previous" href="/slots?job=rolling&amp;period=2026-11-30"' in page.text
+    assert 'id="period-next" href="/slots?job=rolling&amp;period=2026-12-02"' in page.text
+    before = get("/slots", params={"job": "rolling", "period": "2026-11-30"})
+    assert before.status_code == 200 and "period 2026-11-30" in before.text and "<svg" in before.text
     assert get("/slots").status_code == 200
     assert get("/api/slots/rolling/report", params={"period": "December"}).status_code == 400
     assert get("/api/slots/nope/report", params={"period": "2026-12-01"}).status_code == 404

@@ -311,6 +311,7 @@ def slot_jobs(
     chosen = job or (jobs[0]["job"] if jobs else None)
     chart, report, entry, control = None, None, None, None
     not_done: list[dict[str, Any]] = []
+    neighbours: dict[str, str] = {}
     if chosen is not None:
         if ui.app is None or chosen not in ui.app.slot_jobs:
             raise HTTPException(404, f"no slot job {chosen!r} in the dashboard's app")
@@ -319,11 +320,14 @@ def slot_jobs(
         if key is not None:
             found = reports.slot_report(ui.store, ui.app, chosen, key)
             chart, report = reports.slot_report_chart(found), found.to_json()
+            scheme = ui.app.get_slot_job(chosen).scheme
+            shown = scheme.period_for_key(key)
+            neighbours = {"previous": scheme.period_after(shown, -1).key, "next": scheme.period_after(shown, 1).key}
         not_done = [each for each in status["not_done"] if each["job"] == chosen]
         control = next(each for each in reports.controls_document(ui.store, ui.app)["entries"]
                        if each["control"] == "slot_job" and each["name"] == chosen)
     return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, chart=chart, report=report,
-                 not_done=not_done, entry=entry, control=control,
+                 not_done=not_done, entry=entry, control=control, neighbours=neighbours,
                  back=f"/slots?{urlencode({'job': chosen})}" if chosen else "/slots")
 
 
