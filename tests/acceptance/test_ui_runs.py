@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.acceptance.test_ui_api import Dashboard, _serving
+from tests.support.dashboard import TOKEN
 from vardiya.errors import InvalidInput
 from vardiya.ui.runs import BackgroundRuns
 
@@ -75,6 +76,9 @@ def test_a_second_run_of_a_pipeline_while_one_runs_is_409_and_the_status_page_po
             refused = client.post(path, data={**data, "csrf": dashboard.guard.csrf}, follow_redirects=False)
             assert refused.status_code == 409, path
             assert "pipeline &#39;grid&#39; is already running (rerun of clean@north" in refused.text
+        api = client.post("/api/pipelines/grid/rerun", json={"task": "load@south"},
+                          headers={"Authorization": f"Bearer {TOKEN}"})  # the API's rerun holds the same slot
+        assert api.status_code == 409 and api.json()["error"].startswith("pipeline 'grid' is already running")
     finally:
         release.set()
         _runs(dashboard).wait(30)

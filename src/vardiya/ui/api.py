@@ -200,11 +200,16 @@ class RerunRequest(BaseModel):
     task: str = Field(min_length=1, max_length=TEXT_MAX, description="STAGE@PARTITION")
 
 
-@router.post("/pipelines/{name}/rerun", summary="vardiya pipeline rerun PIPE --task T --json", dependencies=[Depends(require_token)])
+@router.post(
+    "/pipelines/{name}/rerun", summary="vardiya pipeline rerun PIPE --task T --json", dependencies=[Depends(require_token)],
+    responses={409: {"description": "a run of this pipeline that the dashboard started is still running"}},
+)
 def api_pipeline_rerun(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], body: RerunRequest) -> dict[str, Any]:
-    """Invalidate the task and everything downstream of it, and run exactly that set (it waits for the run)."""
+    """Invalidate the task and everything downstream of it, and run exactly that set (it waits for the run);
+    409 while another run of the pipeline that this dashboard started runs."""
     ui = _known_pipeline(request, name)
-    return reports.pipeline_rerun_document(ui.store, ui.app, name, body.task)
+    reports.pipeline_impact_document(ui.app, name, body.task)  # an unknown task: 400, and no run recorded
+    return ui.runs.run_here(name, "rerun", body.task, lambda: reports.pipeline_rerun_document(ui.store, ui.app, name, body.task))
 
 
 @router.get("/slots/{job}/report", summary="vardiya slots report JOB --period P --json")

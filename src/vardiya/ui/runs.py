@@ -77,23 +77,41 @@ class BackgroundRuns:
         """Start ``work`` (the run, returning its ``--json`` document) in a thread; ``RunBusy`` if a run of
         ``pipeline`` is still running."""
         with self._lock:
-            for each in self._runs.values():
-                if each.pipeline == pipeline and each.phase is RunPhase.RUNNING:
-                    what = f"{each.action} of {each.task}" if each.task else each.action
-                    raise RunBusy(
-                        f"pipeline {pipeline!r} is already running ({what}, run {each.id} of this dashboard); "
-                        "wait for it to end, then try again"
-                    )
-            run = BackgroundRun(id=next(self._ids), pipeline=pipeline, action=action, task=task)
-            self._runs[run.id] = run
-            while len(self._runs) > self.kept:
-                oldest = next(iter(self._runs))
-                if self._runs[oldest].phase is RunPhase.RUNNING:
-                    break
-                del self._runs[oldest]
+            run = self._claim(pipeline, action, task)
             thread = threading.Thread(target=self._run, args=(run.id, work), name=f"vardiya-ui-{action}-{run.id}", daemon=True)
             self._threads[run.id] = thread
         thread.start()
+        return run
+
+    def run_here(self, pipeline: str, action: str, task: str | None, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Run ``work`` in the caller's thread (the JSON API, whose answer is the run's document), holding
+        the pipeline's one slot as ``start`` does; its error is raised again after it is recorded."""
+        with self._lock:
+            run = self._claim(pipeline, action, task)
+        try:
+            result = work()
+        except BaseException as error:
+            self._end(run.id, phase=RunPhase.FAILED, error=" ".join(str(error).split()) or type(error).__name__)
+            raise
+        self._end(run.id, phase=RunPhase.DONE, result=result)
+        return result
+
+    def _claim(self, pipeline: str, action: str, task: str | None) -> BackgroundRun:
+        """A new run of ``pipeline``, or ``RunBusy``; called with the lock held."""
+        for each in self._runs.values():
+            if each.pipeline == pipeline and each.phase is RunPhase.RUNNING:
+                what = f"{each.action} of {each.task}" if each.task else each.action
+                raise RunBusy(
+                    f"pipeline {pipeline!r} is already running ({what}, run {each.id} of this dashboard); "
+                    "wait for it to end, then try again"
+                )
+        run = BackgroundRun(id=next(self._ids), pipeline=pipeline, action=action, task=task)
+        self._runs[run.id] = run
+        while len(self._runs) > self.kept:
+            oldest = next(iter(self._runs))
+            if self._runs[oldest].phase is RunPhase.RUNNING:
+                break
+            del self._runs[oldest]
         return run
 
     def _run(self, run_id: int, work: Callable[[], dict[str, Any]]) -> None:
