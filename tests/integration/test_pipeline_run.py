@@ -125,6 +125,7 @@ def test_a_failure_blocks_exactly_its_descendants_and_resume_runs_exactly_those(
     runs_before = state.runs()
     preview = resume_preview(store, pipeline)  # the dry run: the same plan, nothing written
     assert preview.to_run == ("clean@2026-06", *blast) and preview.resumes == failed.run_id
+    assert preview.failed == ("clean@2026-06",)
     assert set(preview.skipped) == set(failed.succeeded) and preview.root == str(tmp_path)
     assert state.runs() == runs_before and status(store, pipeline).tasks == states
     resumed = resume(store, pipeline)

@@ -316,6 +316,7 @@ class _Planned:
     """A run planned against the store's checkpoints, before anything is written."""
 
     state: PipelineState
+    records: Mapping[str, TaskRecord]
     plan: TaskPlan
     invalidate: list[str]
     without_output: set[str]
@@ -334,13 +335,16 @@ class RunPreview:
     to_run: tuple[str, ...]
     #: The selection's tasks already done, which it would skip.
     skipped: tuple[str, ...]
+    #: The tasks of ``to_run`` that are failed now (the others are blocked or never ran).
+    failed: tuple[str, ...]
     root: str
 
     def to_json(self) -> dict[str, Any]:
         """The preview as ``--dry-run --json`` prints it."""
         return {
             "pipeline": self.pipeline, "mode": self.mode.value, "resumes": self.resumes, "root": self.root,
-            "to_run": list(self.to_run), "to_run_count": len(self.to_run), "skipped": list(self.skipped),
+            "to_run": list(self.to_run), "to_run_count": len(self.to_run), "failed": list(self.failed),
+            "skipped": list(self.skipped),
         }
 
 
@@ -381,7 +385,7 @@ def _plan(store: Store, graph: TaskGraph, options: RunOptions, *, clock: Clock |
                 f"inject_failure names {name}, which this run does not run ({why}); "
                 f"drill a task the run runs, or rerun {name} with the drill"
             )
-    return _Planned(state=state, plan=plan, invalidate=invalidate, without_output=without_output)
+    return _Planned(state=state, records=records, plan=plan, invalidate=invalidate, without_output=without_output)
 
 
 def _start(
@@ -499,11 +503,13 @@ def resume_preview(
     """What ``resume`` would run now, planned as ``resume`` plans it, with nothing written."""
     graph = _graph(pipeline)
     options = _resume_options(store, graph, root=root, concurrency=None, fail_fast=None, strict=None, clock=clock)
-    plan = _plan(store, graph, options, clock=clock).plan
-    names = graph.names
+    planned = _plan(store, graph, options, clock=clock)
+    names, plan, records = graph.names, planned.plan, planned.records
+    to_run = tuple(names[task] for task in plan.to_run)
     return RunPreview(
-        pipeline=graph.pipeline, mode=options.mode, resumes=options.resumes, root=options.root,
-        to_run=tuple(names[task] for task in plan.to_run), skipped=tuple(names[task] for task in plan.skipped),
+        pipeline=graph.pipeline, mode=options.mode, resumes=options.resumes, root=options.root, to_run=to_run,
+        skipped=tuple(names[task] for task in plan.skipped),
+        failed=tuple(name for name in to_run if name in records and records[name].state is TaskState.FAILED),
     )
 
 

@@ -295,11 +295,7 @@ def pipeline_resume_preview_document(store: Store, app: App | None, name: str) -
     plans it), with each failed task of that list and its blast radius: what the resume retries first."""
     graph = _pipeline(app, name).graph
     document = resume_preview(store, graph).to_json()
-    states = pipeline_status(store, graph).tasks
-    document["failed"] = [
-        {"task": task, "blast_radius": task_impact(graph, task).blast_radius}
-        for task in document["to_run"] if states.get(task) == "failed"
-    ]
+    document["failed"] = [{"task": task, "blast_radius": task_impact(graph, task).blast_radius} for task in document["failed"]]
     return document
 
 
