@@ -26,6 +26,7 @@ from .api import ID_MAX, TEXT_MAX, known_slot_job, letter_filter, plan_sizes
 from .context import authorize, context_of, signed_in
 from .reports import LetterFilter
 from .runs import BackgroundRun
+from .slot_job import slot_job_view
 from .uploads import UPLOAD_MAX_BYTES, profile_upload, workload_upload
 
 __all__ = ["REFRESH_S", "RUN_POLL_S", "router", "templates"]
@@ -300,34 +301,25 @@ def slot_jobs(
     request: Request, job: Annotated[str | None, Query(max_length=TEXT_MAX)] = None,
     period: Annotated[str | None, Query(max_length=60)] = None,
 ) -> HTMLResponse:
-    """Each slot job's next tick, lateness and period figures (from ``status``), and one job's page: its
-    ledger by slot as the chart of ``slots report --plot`` (its current period unless ``period`` says),
-    each slot linking to its tick, and its closed periods' not-done records (``status``'s ``not_done``,
-    each with the backfill it needs). The balance report has a page of its own: it reads every id of
-    the job's source, which a page opened on every visit should not pay for."""
+    """Each slot job's next tick, lateness and period figures (from ``status``), and one job's page
+    (``/api/slots/JOB``): its current period's ledger by slot and the previous period's, as the charts
+    of ``slots report --plot`` (``period`` shows another period and the one before it), each slot
+    linking to its tick; its next ticks; its closed periods' not-done records (each with the backfill
+    it needs). The balance report has a page of its own: it reads every id of the job's source, which
+    a page opened on every visit should not pay for."""
     ui = context_of(request)
     status = reports.status_document(ui.store, ui.app)
     jobs = status["jobs"]
     chosen = job or (jobs[0]["job"] if jobs else None)
-    chart, report, entry, control = None, None, None, None
-    not_done: list[dict[str, Any]] = []
-    neighbours: dict[str, str] = {}
+    view, charts, control = None, [], None
     if chosen is not None:
         if ui.app is None or chosen not in ui.app.slot_jobs:
             raise HTTPException(404, f"no slot job {chosen!r} in the dashboard's app")
-        entry = next((each for each in jobs if each["job"] == chosen), None)
-        key = period or (entry["period"] if entry else None)
-        if key is not None:
-            found = reports.slot_report(ui.store, ui.app, chosen, key)
-            chart, report = reports.slot_report_chart(found), found.to_json()
-            scheme = ui.app.get_slot_job(chosen).scheme
-            shown = scheme.period_for_key(key)
-            neighbours = {"previous": scheme.period_after(shown, -1).key, "next": scheme.period_after(shown, 1).key}
-        not_done = [each for each in status["not_done"] if each["job"] == chosen]
+        view, found = slot_job_view(ui.store, ui.app, chosen, status, period=period or None)
+        charts = [reports.slot_report_chart(each) for each in found]
         control = next(each for each in reports.controls_document(ui.store, ui.app)["entries"]
                        if each["control"] == "slot_job" and each["name"] == chosen)
-    return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, chart=chart, report=report,
-                 not_done=not_done, entry=entry, control=control, neighbours=neighbours,
+    return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, view=view, charts=charts, control=control,
                  back=f"/slots?{urlencode({'job': chosen})}" if chosen else "/slots")
 
 
