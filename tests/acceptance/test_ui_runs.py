@@ -4,7 +4,9 @@ run in the server's background and sends the browser to its status page, one run
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -118,3 +120,88 @@ def test_the_server_stops_only_after_its_running_runs_end(tmp_path_factory: pyte
     # the TestClient's exit is the server's shutdown: it waited for the run
     ended = runs.get(running.id)
     assert ended is not None and ended.phase.value == "done" and ended.result == {"run_id": 5}
+
+
+def _followed(dashboard: Dashboard, started: Any) -> dict[str, Any]:
+    """The run a 202 started, polled at its ``status_url`` until it ends."""
+    assert started.status_code == 202, started.text
+    run = started.json()
+    assert run["phase"] == "running" and run["result"] is None
+    assert started.headers["location"] == run["status_url"] == f"/api/runs/{run['id']}"
+    deadline = time.monotonic() + 60
+    while run["phase"] == "running":
+        assert time.monotonic() < deadline, run
+        time.sleep(0.05)
+        polled = dashboard.client.get(run["status_url"])
+        assert polled.status_code == 200
+        run = polled.json()
+    return run
+
+
+def _same_run(api: dict[str, Any], cli: dict[str, Any]) -> None:
+    """A run's ``--json`` from the API and from the CLI on a store of its own: one shape, and the same
+    tasks, but for the run's id."""
+    assert set(api) == set(cli)
+    assert {key: value for key, value in api.items() if key != "run_id"} == {
+        key: value for key, value in cli.items() if key != "run_id"}
+
+
+def test_the_apis_rerun_and_resume_run_in_the_background_and_end_with_the_clis_document(
+    dashboard: Dashboard, tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    post, bearer = dashboard.client.post, {"Authorization": f"Bearer {TOKEN}"}
+    assert post("/api/pipelines/grid/resume").status_code == 401
+    assert post("/api/pipelines/grid/rerun", json={"task": "clean@north"}).status_code == 401
+    (dashboard.cwd / "broken_clean").unlink()  # the fix is in
+    resumed = _followed(dashboard, post("/api/pipelines/grid/resume", headers=bearer))
+    assert resumed["action"] == "resume" and resumed["task"] is None and resumed["error"] is None
+    assert resumed["phase"] == "done" and resumed["result"]["succeeded"] == ["clean@north", "report@north"]
+    states = dashboard.client.get("/api/pipelines/grid/status").json()["tasks"]
+    assert states["clean@north"] == "succeeded" and states["report@north"] == "succeeded"
+    rerun = _followed(dashboard, post("/api/pipelines/grid/rerun", json={"task": "load@south"}, headers=bearer))
+    assert rerun["action"] == "rerun" and rerun["task"] == "load@south" and rerun["phase"] == "done"
+    assert rerun["result"]["succeeded"][0] == "load@south"
+
+    # the CLI on a store of its own, fixed the same way, says the same
+    with _serving(tmp_path_factory.mktemp("cli-runs")) as other:
+        (other.cwd / "broken_clean").unlink()
+        spec = f"{other.cwd / 'meters_app.py'}:grid"
+        _same_run(resumed["result"], other.cli_json("pipeline", "resume", spec))
+        _same_run(rerun["result"], other.cli_json("pipeline", "rerun", spec, "--task", "load@south"))
+
+
+def test_the_run_api_refuses_before_a_thread_starts_and_knows_only_its_own_runs(dashboard: Dashboard) -> None:
+    post, get, bearer = dashboard.client.post, dashboard.client.get, {"Authorization": f"Bearer {TOKEN}"}
+    unknown = post("/api/pipelines/grid/rerun", json={"task": "nope@x"}, headers=bearer)
+    assert unknown.status_code == 400 and "has no task" in unknown.json()["error"]
+    assert post("/api/pipelines/nope/resume", headers=bearer).status_code == 404
+    assert post("/api/pipelines/grid/rerun", json={"task": ""}, headers=bearer).status_code == 422
+    assert _runs(dashboard).get(1) is None  # none of them started a run
+    missing = get("/api/runs/1")
+    assert missing.status_code == 404 and "started no run 1" in missing.json()["error"]
+    assert get("/api/runs/0").status_code == 422 and get(f"/api/runs/{2**63}").status_code == 422
+
+    release = threading.Event()
+    running = _runs(dashboard).start("grid", "rerun", "clean@north", lambda: {"run_id": release.wait(30) and 4})
+    try:
+        shown = get(f"/api/runs/{running.id}").json()
+        assert shown == {**running.to_json(), "status_url": f"/api/runs/{running.id}"} and shown["phase"] == "running"
+        busy = post("/api/pipelines/grid/resume", headers=bearer)
+        assert busy.status_code == 409 and busy.json()["error"].startswith("pipeline 'grid' is already running (rerun of clean@north")
+    finally:
+        release.set()
+        _runs(dashboard).wait(30)
+    assert get(f"/api/runs/{running.id}").json()["result"] == {"run_id": 4}
+    failed = _runs(dashboard).start("grid", "resume", None, lambda: (_ for _ in ()).throw(InvalidInput("disk full")))
+    _runs(dashboard).wait(30)
+    assert get(f"/api/runs/{failed.id}").json() | {"status_url": None} == {
+        "id": failed.id, "pipeline": "grid", "action": "resume", "task": None, "phase": "failed", "result": None,
+        "error": "disk full", "status_url": None}
+
+
+def test_the_run_endpoints_are_in_the_openapi_document(dashboard: Dashboard) -> None:
+    paths = dashboard.client.get("/api/openapi.json").json()["paths"]
+    assert "202" in paths["/api/pipelines/{name}/rerun"]["post"]["responses"]
+    assert "202" in paths["/api/pipelines/{name}/resume"]["post"]["responses"]
+    assert "409" in paths["/api/pipelines/{name}/resume"]["post"]["responses"]
+    assert "get" in paths["/api/runs/{run_id}"]

@@ -53,26 +53,3 @@ def test_the_server_forgets_the_oldest_finished_runs_only() -> None:
         runs.start(f"p{number}", "resume", None, dict)
         runs.wait(30)
     assert [runs.get(run_id) is not None for run_id in (1, 2, 3, 4)] == [False, False, True, True]
-
-
-def test_a_run_in_the_callers_thread_holds_the_pipeline_too_and_raises_its_error() -> None:
-    runs = BackgroundRuns()
-    seen: list[bool] = []
-
-    def inside() -> dict[str, object]:
-        with pytest.raises(RunBusy):
-            runs.start("grid", "rerun", "x", dict)
-        seen.append(True)
-        return {"run_id": 3}
-
-    assert runs.run_here("grid", "rerun", "clean@north", inside) == {"run_id": 3} and seen == [True]
-    assert runs.get(1).phase is RunPhase.DONE  # type: ignore[union-attr]
-
-    def broken() -> dict[str, object]:
-        raise InvalidInput("no such task")
-
-    with pytest.raises(InvalidInput, match="no such task"):
-        runs.run_here("grid", "rerun", "nope", broken)
-    assert runs.get(2).phase is RunPhase.FAILED and runs.get(2).error == "no such task"  # type: ignore[union-attr]
-    assert runs.start("grid", "resume", None, dict).id == 3  # the slot is free again
-    runs.wait(30)

@@ -1,8 +1,8 @@
 """Pipeline runs the dashboard starts (rerun, resume), each in a thread the server owns.
 
 A run can take minutes, longer than a browser or a proxy waits for an answer, so the POST that starts
-it only starts it and redirects to the run's status page, which htmx polls until the run is done or
-failed. One run at a time per pipeline: a second request while one runs is refused (``RunBusy``, 409),
+it only starts it: a page redirects to the run's status page, which htmx polls until the run is done
+or failed; the API answers 202 with the run and its ``/api/runs/ID``, which a client polls. One run at a time per pipeline: a second request while one runs is refused (``RunBusy``, 409),
 since two runs of one pipeline would race for the same tasks. The server keeps the last
 ``KEPT_RUNS`` runs it started, so a status page outlives its run for a while; a restart forgets them
 (the store keeps every run's outcome: the pipeline's grid shows it).
@@ -82,19 +82,6 @@ class BackgroundRuns:
             self._threads[run.id] = thread
         thread.start()
         return run
-
-    def run_here(self, pipeline: str, action: str, task: str | None, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """Run ``work`` in the caller's thread (the JSON API, whose answer is the run's document), holding
-        the pipeline's one slot as ``start`` does; its error is raised again after it is recorded."""
-        with self._lock:
-            run = self._claim(pipeline, action, task)
-        try:
-            result = work()
-        except BaseException as error:
-            self._end(run.id, phase=RunPhase.FAILED, error=" ".join(str(error).split()) or type(error).__name__)
-            raise
-        self._end(run.id, phase=RunPhase.DONE, result=result)
-        return result
 
     def _claim(self, pipeline: str, action: str, task: str | None) -> BackgroundRun:
         """A new run of ``pipeline``, or ``RunBusy``; called with the lock held."""
