@@ -201,7 +201,14 @@ def test_the_pages_render_the_documents(readonly: Dashboard) -> None:
     get = readonly.client.get
     overview = get("/")
     assert overview.status_code == 200 and "UNHEALTHY" in overview.text and 'hx-trigger="every 5s"' in overview.text
-    assert re.search(r'id="total-dead">2<', get("/fragments/overview").text)
+    fragment = get("/fragments/overview").text
+    assert re.search(r'id="total-dead">2<', fragment)
+    # every column of the total row is filled: pending and succeeded are the sums of the families' rows
+    families = get("/api/status").json()["items"]
+    assert sum(counts["succeeded"] for counts in families.values()) > 0
+    for column in ("pending", "succeeded"):
+        total = sum(counts[column] for counts in families.values())
+        assert f'id="total-{column}">{total}<' in fragment, column
     handlers = get("/handlers", params={"error": "reading 10"})
     assert 'data-handler="validate"' in handlers.text and handlers.text.count("data-letter=") == 1
     letter = get("/api/dlq").json()["dead_letters"][0]["id"]
