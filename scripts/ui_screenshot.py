@@ -4,8 +4,10 @@ Fills a demo store in a temporary directory (the app and store of the dashboard'
 two dead letters, a slot job with one tick, a pipeline whose clean@north failed and blocked
 report@north), starts a worker (so the overview shows a service alive) and ``vardiya ui`` on a free
 port, and takes Playwright screenshots with Debian's chromium (``VARDIYA_CHROMIUM``, default
-/usr/bin/chromium) at 1280 px wide: the overview into docs/images/dashboard-overview.png and the
-pipeline's grid into docs/images/dashboard-pipeline.png. Each must stay under 300 KB.
+/usr/bin/chromium) at 1280 px wide: the overview into docs/images/dashboard-overview.png, the
+pipeline's grid into docs/images/dashboard-pipeline.png and the slot job's page (the period of its
+tick and the one before, its next ticks) into docs/images/dashboard-slots.png. Each must stay under
+300 KB.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def main() -> int:
                         raise SystemExit("the worker's heartbeat did not reach the overview in 30 s")
                     page.wait_for_timeout(500)
                     page.reload()
-                shots = {"dashboard-overview.png": "", "dashboard-pipeline.png": "pipelines/grid"}
+                shots = {"dashboard-overview.png": "", "dashboard-pipeline.png": "pipelines/grid",
+                         "dashboard-slots.png": "slots?job=rolling&period=2026-12-01"}
                 for name, path in shots.items():
                     page.goto(url + path)
                     page.wait_for_load_state("networkidle")

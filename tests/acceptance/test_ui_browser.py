@@ -193,3 +193,28 @@ def test_the_planner_replays_an_uploaded_workload_and_profile_and_refuses_a_bad_
     page.set_input_files("input[name=profile_file]", str(uploads / "profile.toml"))
     page.click("#upload-replay")
     expect(page.locator("#error")).to_contain_text("the workload upload 'profile.toml' is not a .csv or .txt file")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_slot_jobs_page_shows_both_periods_charts_and_stacks_them_on_a_phone(
+    served: tuple[str, list[str], Path], page: playwright_api.Page, width: int,
+) -> None:
+    url, _options, _directory = served
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(url + "slots?job=rolling&period=2026-12-01")
+    expect = playwright_api.expect
+    shown, previous = page.locator("#slot-chart-shown svg"), page.locator("#slot-chart-previous svg")
+    expect(shown).to_be_visible()
+    expect(previous).to_be_visible()
+    first, second = shown.bounding_box(), previous.bounding_box()
+    assert first is not None and second is not None
+    assert first["width"] > 200 and second["width"] > 200 and first["height"] > 50  # drawn, not collapsed
+    for box in (first, second):
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width + 1, f"a chart leaves the {width}px window: {box}"
+    if width == 390:
+        assert second["y"] >= first["y"] + first["height"], "on a phone the previous period comes below the shown one"
+    else:
+        assert second["y"] >= first["y"] or second["x"] > first["x"]  # below or beside, never before it
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 1, f"the slot job page is {overflow}px wider than a {width}px window"
+    expect(page.locator("#slot-next-ticks tr")).to_have_count(6)  # a header and the next 5 ticks
