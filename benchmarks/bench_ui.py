@@ -35,6 +35,7 @@ from _common import DEFAULT_PG_URL, load_average, scratch  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from vardiya.app import load_app  # noqa: E402
+from vardiya.pipeline import RunMode, RunOptions  # noqa: E402
 from vardiya.store import LedgerStatus, Store, open_store  # noqa: E402
 from vardiya.store.api import upgrade_store  # noqa: E402
 from vardiya.store.failures import LedgerFailure  # noqa: E402
@@ -141,12 +142,14 @@ def fill_items(store: Store, count: int) -> None:
         ])
 
 
-def fill_pipeline(store: Store, partitions: int) -> None:
-    """One run of the 10-stage pipeline: every task succeeded but 1 in 100 failed (its attempt too)."""
+def fill_pipeline(store: Store, partitions: int, root: Path) -> None:
+    """One run of the 10-stage pipeline: every task succeeded but 1 in 100 failed (its attempt too); its
+    options are a real run's, so the resume preview plans from them."""
     now = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    options = RunOptions(mode=RunMode.RUN, root=str(root)).to_json()
     with store.transaction() as connection:
         run_id = connection.execute(
-            sa.insert(pipeline_runs).values(pipeline="big", state="failed", started_at=now, finished_at=now, options={})
+            sa.insert(pipeline_runs).values(pipeline="big", state="failed", started_at=now, finished_at=now, options=options)
             .returning(pipeline_runs.c.id)
         ).scalar_one()
         tasks, runs = [], []
@@ -177,11 +180,13 @@ def endpoints(dead_letter: int, partitions: int) -> Iterator[str]:
         "/", "/fragments/overview", "/handlers", "/errors", "/controls", f"/dead-letters/{dead_letter}",
         f"/slots?job={JOB}&period={period}", f"/slots/{JOB}/ticks/{period}/7", f"/slots/{JOB}/balance",
         "/pipelines", "/pipelines/big", f"/pipelines/big/tasks/{task}", f"/pipelines/big/rerun?task={task}",
+        "/pipelines/big/resume",
         "/api/status", "/api/errors", "/api/dlq", f"/api/dlq/{dead_letter}", "/api/handlers",
         "/api/handlers/validate/metrics", "/api/controls",
         f"/api/slots/{JOB}/report?period={period}", f"/api/slots/{JOB}/balance",
         f"/api/slots/{JOB}/ticks/{period}/7", f"/api/slots/{JOB}/backfill-preview?period={period}",
         "/api/pipelines/big/status", f"/api/pipelines/big/impact?task={task}", f"/api/pipelines/big/tasks/{task}",
+        "/api/pipelines/big/resume-preview",
     )
 
 
@@ -201,7 +206,7 @@ def run(backend: str, args: argparse.Namespace) -> list[tuple[str, float, float]
                 filled = time.perf_counter()
                 fill_items(store, args.items)
                 items = time.perf_counter()
-                fill_pipeline(store, args.partitions)
+                fill_pipeline(store, args.partitions, app_file.parent / "out")
                 done = time.perf_counter()
                 print(f"[{backend}] filled: {args.ledger:,} ledger rows in {filled - started:.1f} s, {args.items:,} work items "
                       f"in {items - filled:.1f} s, {STAGES * args.partitions:,} pipeline tasks in {done - items:.1f} s")

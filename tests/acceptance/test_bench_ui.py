@@ -19,7 +19,7 @@ def test_the_ui_benchmark_measures_every_endpoint_on_a_small_store() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert "[sqlite] filled: 2,000 ledger rows" in result.stdout and "200 pipeline tasks" in result.stdout
-    measured = [line for line in lines if " p95 " in line]
+    measured = [line for line in lines if " p95 " in line and "target:" not in line]  # the verdict line lists the misses
     assert len(measured) >= 25 and all(line.endswith(("met", "NOT met")) for line in measured)
     assert any("/slots/bench/ticks/" in line for line in measured) and any("/api/pipelines/big/status" in line for line in measured)
     assert lines[-1].startswith("[sqlite] target: p95 <= 300 ms on every endpoint: ")

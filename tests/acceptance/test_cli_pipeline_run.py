@@ -38,9 +38,17 @@ def test_drill_blocks_descendants_then_resume_turns_it_green(tmp_path: Path) -> 
     assert states["clean@2026-06"] == "failed" and states["summary@2026-07"] == "blocked"
     assert (tmp_path / "grid.svg").read_text().count('data-state="blocked"') >= 4
 
+    preview = run_cli("pipeline", "resume", PIPE, *db, "--dry-run", "--json", cwd=tmp_path)
+    assert preview.code == 0, preview.stderr
+    planned = _json(preview)
+    assert planned["resumes"] == document["run_id"] and len(planned["skipped"]) == 43
+    people = run_cli("pipeline", "resume", PIPE, *db, "--dry-run", cwd=tmp_path, env={"COLUMNS": "200"})
+    assert "would run 5 task(s) and skip 43 done; nothing was run" in people.stdout and "  summary@2026-07" in people.stdout
+    assert _json(run_cli("pipeline", "status", PIPE, *db, "--json", cwd=tmp_path))["tasks"] == states  # ran nothing
     resumed = run_cli("pipeline", "resume", PIPE, *db, "--json", cwd=tmp_path)
     assert resumed.code == 0, resumed.stderr
     assert sorted(_json(resumed)["ran"]) == sorted(["clean@2026-06", *document["blocked"]])
+    assert _json(resumed)["ran"] == planned["to_run"]  # the dry run's list, in its order
     final = _json(run_cli("pipeline", "status", PIPE, *db, "--json", cwd=tmp_path))
     assert set(final["tasks"].values()) == {"succeeded"} and final["stale"] == []
 
@@ -84,3 +92,10 @@ def test_bad_pipeline_input(tmp_path: Path, arguments: list[str], fragment: str)
     result = run_cli("pipeline", *arguments, "--db", f"sqlite:///{tmp_path / 'vardiya.db'}", cwd=tmp_path)
     assert_one_line_error(result, fragment)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_resume_dry_run_without_a_run_is_refused_in_one_line(tmp_path: Path) -> None:
+    db = ["--db", f"sqlite:///{tmp_path / 'vardiya.db'}"]
+    assert run_cli("db", "upgrade", *db, cwd=tmp_path).code == 0
+    refused = run_cli("pipeline", "resume", PIPE, *db, "--dry-run", cwd=tmp_path)
+    assert_one_line_error(refused, "pipeline 'meters' has no run to resume; start one with a run first")

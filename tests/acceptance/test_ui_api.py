@@ -201,7 +201,14 @@ def test_the_pages_render_the_documents(readonly: Dashboard) -> None:
     get = readonly.client.get
     overview = get("/")
     assert overview.status_code == 200 and "UNHEALTHY" in overview.text and 'hx-trigger="every 5s"' in overview.text
-    assert re.search(r'id="total-dead">2<', get("/fragments/overview").text)
+    fragment = get("/fragments/overview").text
+    assert re.search(r'id="total-dead">2<', fragment)
+    # every column of the total row is filled: pending and succeeded are the sums of the families' rows
+    families = get("/api/status").json()["items"]
+    assert sum(counts["succeeded"] for counts in families.values()) > 0
+    for column in ("pending", "succeeded"):
+        total = sum(counts[column] for counts in families.values())
+        assert f'id="total-{column}">{total}<' in fragment, column
     handlers = get("/handlers", params={"error": "reading 10"})
     assert 'data-handler="validate"' in handlers.text and handlers.text.count("data-letter=") == 1
     letter = get("/api/dlq").json()["dead_letters"][0]["id"]
@@ -246,7 +253,9 @@ def test_a_rerun_from_the_page_runs_exactly_the_listed_tasks(dashboard: Dashboar
     assert client.post("/pipelines/grid/rerun", data={"task": "clean@north"}, follow_redirects=False).status_code == 403
     (dashboard.cwd / "broken_clean").unlink()
     done = client.post("/pipelines/grid/rerun", data={"task": "clean@north", "csrf": dashboard.guard.csrf}, follow_redirects=False)
-    assert done.status_code == 303 and "2+succeeded%2C+0+failed" in done.headers["location"]
+    assert done.status_code == 303 and done.headers["location"] == "/pipelines/grid/runs/1"  # it runs in the background
+    client.app.state.ui.runs.wait(60)  # type: ignore[attr-defined]
+    assert "2 succeeded, 0 failed" in client.get(done.headers["location"]).text
     states = client.get("/api/pipelines/grid/status").json()["tasks"]
     assert states["clean@north"] == "succeeded" and states["report@north"] == "succeeded"
 
@@ -272,6 +281,11 @@ def test_the_slot_jobs_page_charts_the_ledger_by_slot_as_the_cli_reports_it(read
     assert sum(slot["count"] for slot in api["slots"]) == 10  # the tick ran one slot of four: 10 of 40 records
     page = get("/slots", params={"job": "rolling", "period": "2026-12-01"})
     assert page.status_code == 200 and "<svg" in page.text and "period 2026-12-01" in page.text
+    # the previous and next periods are one click away (the chart of the period before)
+    assert 'id="period-previous" href="/slots?job=rolling&amp;period=2026-11-30"' in page.text
+    assert 'id="period-next" href="/slots?job=rolling&amp;period=2026-12-02"' in page.text
+    before = get("/slots", params={"job": "rolling", "period": "2026-11-30"})
+    assert before.status_code == 200 and "period 2026-11-30" in before.text and "<svg" in before.text
     assert get("/slots").status_code == 200
     assert get("/api/slots/rolling/report", params={"period": "December"}).status_code == 400
     assert get("/api/slots/nope/report", params={"period": "2026-12-01"}).status_code == 404

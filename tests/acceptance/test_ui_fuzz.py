@@ -27,6 +27,7 @@ def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     with open_store(options[1], create=False) as store:
         server = create_app(store, load_app(options[3]), Guard.for_server(host="127.0.0.1", environment_token=TOKEN, allowed_hosts=["testserver"]))
         yield schemathesis.openapi.from_asgi("/api/openapi.json", server)
+        server.state.ui.runs.wait(60)  # a rerun or resume the fuzz started ends before its store closes
 
 
 def test_the_api_refuses_bad_input_without_a_server_error(api_schema: Any) -> None:

@@ -3,10 +3,12 @@ given by path, as ``vardiya plan`` replays and draws them; files outside the wor
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -105,3 +107,61 @@ def test_a_symlink_out_of_the_working_directory_is_refused(planner: tuple[TestCl
         assert page.status_code == 400 and "outside the dashboard" in page.text
     finally:
         link.unlink()
+
+
+def _upload(client: TestClient, root: Path, workload: tuple[str, bytes] | None = None,
+            profile: tuple[str, bytes] | None = None, **fields: str) -> Any:
+    files = {
+        "workload_file": workload or ("night.csv", (root / "inputs" / "night.csv").read_bytes(), "text/csv"),
+        "profile_file": profile or ("profile.toml", (root / "inputs" / "profile.toml").read_bytes(), "application/toml"),
+    }
+    return client.post("/planner", files=files, data=fields)
+
+
+def test_an_upload_replays_as_the_same_files_by_path_do(planner: tuple[TestClient, Path]) -> None:
+    client, root = planner
+    by_path = client.get("/planner", params={**PATHS, "sizes": SIZES, "batch_size": "50"})
+    uploaded = _upload(client, root, sizes=SIZES, batch_size="50")
+    assert uploaded.status_code == 200, uploaded.text
+    assert 'id="uploaded">Replayed the uploads night.csv and profile.toml' in uploaded.text
+    swept = _cli(root, "batch-sweep", "--sizes", SIZES)
+    assert f"<strong>{swept['cheapest']}</strong>" in uploaded.text and uploaded.text.count("data-size=") == 4
+
+    def tables(text: str) -> str:
+        return "".join(text.split(f'id="{table}">', 1)[1].split("</table>", 1)[0] for table in ("sweep-rows", "compare-rows"))
+
+    assert tables(uploaded.text) == tables(by_path.text)  # the same replay, to the last figure
+    assert "models and stream policies compared (stream batch size 50)" in uploaded.text
+    assert sorted(path.name for path in (root / "inputs").iterdir()) == ["night.csv", "profile.toml"]  # nothing written
+
+
+@pytest.mark.parametrize(("workload", "profile", "status", "says"), [
+    (("chart.png", b"\x89PNG\r\n\x1a\n", "image/png"), None, 415, "the workload upload 'chart.png' is not a .csv or .txt file"),
+    (None, ("profile.json", b"{}", "application/json"), 415, "the profile upload 'profile.json' is not a .toml file"),
+    (("night.csv", b"record,outcome\n1,ok\n\xff\xfe\n", "text/csv"), None, 400, "night.csv, line 3: byte 0xff is not UTF-8 text"),
+    (("night.csv", b"id;result\n1;ok\n", "text/csv"), None, 400, "night.csv, line 1: expected the header"),
+    (("night.csv", b"", "text/csv"), None, 400, "the workload upload 'night.csv' is empty"),
+    (None, ("profile.toml", b"[stream\n", "application/toml"), 400, "profile.toml is not valid TOML"),
+    (None, ("profile.toml", b"[nonsense]\nx = 1\n", "application/toml"), 400, "profile.toml"),
+    (("big.csv", b"record,outcome\n" + b"1,ok\n" * (2 * 1024 * 1024 + 1), "text/csv"), None, 413, "over 10 MB"),
+])
+def test_bad_uploads_are_a_4xx_page_with_one_line(
+    planner: tuple[TestClient, Path], workload: Any, profile: Any, status: int, says: str
+) -> None:
+    client, root = planner
+    answer = _upload(client, root, workload=workload, profile=profile)
+    assert answer.status_code == status, answer.text[:500]
+    message = html.unescape(answer.text.split('id="error">', 1)[1].split("</p>", 1)[0])
+    assert says in message and "\n" not in message
+    assert sorted(path.name for path in (root / "inputs").iterdir()) == ["night.csv", "profile.toml"]
+
+
+def test_an_upload_without_its_files_or_over_the_body_limit_is_refused(planner: tuple[TestClient, Path]) -> None:
+    client, _root = planner
+    missing = client.post("/planner", data={"sizes": "1"})
+    assert missing.status_code == 422 and "workload_file" in missing.text
+    huge = client.post("/planner", content=b"x" * 10, headers={"content-length": str(30 * 1024 * 1024)})
+    assert huge.status_code == 413 and "over 20 MB" in huge.text
+    files = {"workload_file": ("a.csv", b"record,outcome\n1,ok\n"), "profile_file": ("p.toml", b"")}
+    forged = client.post("/planner", files=files, headers={"origin": "http://evil.example"})
+    assert forged.status_code == 403

@@ -6,12 +6,19 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
-from tests.acceptance.test_ui_api import Dashboard, _serving
+from tests.acceptance.test_ui_api import BASE, Dashboard, _serving, _without
 from tests.support.cli import run_cli
+from tests.support.dashboard import TOKEN, make_store
+from vardiya.app import load_app
+from vardiya.clock import VirtualClock
+from vardiya.store import open_store
+from vardiya.ui import Guard, create_app
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +109,77 @@ def test_bad_slot_requests_are_a_4xx_with_a_message(failed_tick: Dashboard, path
     answer = failed_tick.client.get(path)
     assert answer.status_code == status, answer.text
     assert says in answer.text
+
+
+@pytest.fixture(scope="module")
+def at_seven(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
+    """A dashboard whose store clock says 2026-12-01T07:00Z: its slot ticks of 00:00 and 06:00 ran (slot 0
+    and 1 of 4, 10 records each), and no scheduler has run."""
+    directory = tmp_path_factory.mktemp("seven")
+    options = make_store(directory)
+    store = open_store(options[1], clock=VirtualClock(datetime(2026, 12, 1, 7, tzinfo=UTC)), create=False)
+    guard = Guard.for_server(host="127.0.0.1", environment_token=TOKEN)
+    with store, TestClient(create_app(store, load_app(options[3]), guard), base_url=BASE) as client:
+        yield Dashboard(client=client, guard=guard, options=options, cwd=directory, store=store)
+
+
+def test_the_job_page_charts_the_current_and_the_previous_period_and_lists_the_next_ticks(at_seven: Dashboard) -> None:
+    get = at_seven.client.get
+    job = get("/api/slots/rolling").json()
+    assert job["job"] == "rolling" and job["tz"] == "UTC" and job["current_period"] == "2026-12-01"
+    assert [(each["role"], each["report"]["period"]) for each in job["periods"]] == [("current", "2026-12-01"), ("previous", "2026-11-30")]
+    # each period is the CLI's slots report --json; the CLI's clock is the machine's (past 2026-12-01),
+    # the dashboard's is 07:00 of it, so only what depends on now differs: the CLI sees the period closed
+    for shown in job["periods"]:
+        cli = at_seven.cli_json("slots", "report", "rolling", "--period", shown["report"]["period"])
+        assert _without(shown["report"], "closed", "warnings") == _without(cli, "closed", "warnings") and cli["closed"]
+    assert job["periods"][0]["report"]["closed"] is False and job["periods"][0]["report"]["warnings"] == []
+    assert sum(slot["count"] for slot in job["periods"][0]["report"]["slots"]) == 10
+    assert job["status"] == next(each for each in get("/api/status").json()["jobs"] if each["job"] == "rolling")
+    # the scheduler has no cursor yet: the ticks after now (4 slots of 6 h, each ticking at its start)
+    assert job["next_ticks"] == [
+        {"planned_at": f"{day}T{hour}:00:00+00:00", "planned_at_utc": f"{day}T{hour}:00:00+00:00", "period": day, "slot": slot}
+        for day, hour, slot in (("2026-12-01", "12", 2), ("2026-12-01", "18", 3), ("2026-12-02", "00", 0),
+                                ("2026-12-02", "06", 1), ("2026-12-02", "12", 2))
+    ]
+    assert job["next_ticks"][0]["planned_at_utc"] == job["status"]["next_tick"]  # status's next tick is the first
+    assert len(get("/api/slots/rolling", params={"ticks": 9}).json()["next_ticks"]) == 9
+    other = get("/api/slots/rolling", params={"period": "2026-11-20"}).json()
+    assert [(each["role"], each["report"]["period"]) for each in other["periods"]] == [("shown", "2026-11-20"), ("previous", "2026-11-19")]
+
+    page = get("/slots", params={"job": "rolling"}).text
+    current, previous = page.index('id="slot-chart-current"'), page.index('id="slot-chart-previous"')
+    assert current < previous  # the current period first
+    assert page[current:previous].count("<svg") == 1 and "<svg" in page[previous:]
+    assert "Current period 2026-12-01" in page and "Previous period 2026-11-30" in page
+    assert 'href="/slots/rolling/ticks/2026-12-01/1"' in page and 'href="/slots/rolling/ticks/2026-11-30/1"' in page
+    ticks = page[page.index('id="slot-next-ticks"'):]
+    assert "<td>2026-12-01T12:00:00+00:00</td>" in ticks and "<td>2026-12-02T12:00:00+00:00</td>" in ticks
+    assert 'id="period-current"' not in page
+    shown = get("/slots", params={"job": "rolling", "period": "2026-11-20"}).text
+    assert "The period 2026-11-20" in shown and "Previous period 2026-11-19" in shown and 'id="period-current"' in shown
+
+
+def test_next_ticks_start_at_the_schedulers_cursor_when_it_is_ahead_of_now(at_seven: Dashboard) -> None:
+    from vardiya.slots.job import SlotJob
+    from vardiya.ui.slot_job import next_ticks
+
+    app = load_app(at_seven.options[3])
+    job: SlotJob = app.get_slot_job("rolling")
+    now = datetime(2026, 12, 1, 7, tzinfo=UTC)
+    ahead = next_ticks(app, "rolling", now, datetime(2026, 12, 1, 18, tzinfo=UTC), count=2)
+    assert [each["planned_at"] for each in ahead] == ["2026-12-02T00:00:00+00:00", "2026-12-02T06:00:00+00:00"]
+    behind = next_ticks(app, "rolling", now, datetime(2026, 12, 1, 0, tzinfo=UTC), count=1)
+    assert behind[0]["planned_at"] == "2026-12-01T12:00:00+00:00" and job.scheme.slots == 4
+
+
+@pytest.mark.parametrize(("path", "status", "said"), [
+    ("/api/slots/nope", 404, "no slot job 'nope'"),
+    ("/api/slots/rolling?period=December", 400, "is not a period of this scheme"),
+    ("/api/slots/rolling?ticks=0", 422, "greater than or equal to 1"),
+    ("/api/slots/rolling?ticks=101", 422, "less than or equal to 100"),
+    ("/slots?job=rolling&period=December", 400, "is not a period of this scheme"),
+])
+def test_a_bad_job_page_request_is_refused_with_a_message(at_seven: Dashboard, path: str, status: int, said: str) -> None:
+    answer = at_seven.client.get(path)
+    assert answer.status_code == status and said in answer.text, answer.text

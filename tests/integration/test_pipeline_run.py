@@ -29,6 +29,7 @@ from vardiya.pipeline import (
     rerun,
     rerun_set,
     resume,
+    resume_preview,
     run_pipeline,
     same,
     status,
@@ -121,8 +122,14 @@ def test_a_failure_blocks_exactly_its_descendants_and_resume_runs_exactly_those(
     assert state.task("summary@2026-07").error == "upstream clean@2026-06 failed"  # type: ignore[union-attr]
     assert state.last_run().state is RunState.FAILED  # type: ignore[union-attr]
 
+    runs_before = state.runs()
+    preview = resume_preview(store, pipeline)  # the dry run: the same plan, nothing written
+    assert preview.to_run == ("clean@2026-06", *blast) and preview.resumes == failed.run_id
+    assert preview.failed == ("clean@2026-06",)
+    assert set(preview.skipped) == set(failed.succeeded) and preview.root == str(tmp_path)
+    assert state.runs() == runs_before and status(store, pipeline).tasks == states
     resumed = resume(store, pipeline)
-    assert resumed.ran == ("clean@2026-06", *blast)
+    assert resumed.ran == preview.to_run
     assert set(resumed.skipped) == set(failed.succeeded)
     assert resumed.ok
     assert status(store, pipeline).green

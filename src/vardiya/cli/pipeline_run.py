@@ -17,7 +17,18 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..output import FitTable, progress
-from ..pipeline import RunResult, TaskState, backfill, build_graph, rerun, resume, run_pipeline, status
+from ..pipeline import (
+    RunPreview,
+    RunResult,
+    TaskState,
+    backfill,
+    build_graph,
+    rerun,
+    resume,
+    resume_preview,
+    run_pipeline,
+    status,
+)
 from ..pipeline.grid import grid_svg, write_grid
 from ..pipeline.io import UndeclaredReadWarning
 from ..slots.chart import check_chart_path
@@ -75,6 +86,19 @@ def _print_result(console: Console, result: RunResult) -> None:
             console.print(f"[yellow]undeclared read[/]: {escape(message)}")
 
 
+def _print_preview(settings: Settings, preview: RunPreview, as_json: bool) -> None:
+    if as_json:
+        emit_json(preview.to_json())
+        return
+    console = settings.console
+    console.print(
+        f"resume of run {preview.resumes} of pipeline {escape(preview.pipeline)} would run "
+        f"{len(preview.to_run)} task(s) and skip {len(preview.skipped)} done; nothing was run"
+    )
+    for name in preview.to_run:
+        console.print(f"  {escape(name)}", soft_wrap=True)
+
+
 def _run_quietly(settings: Settings, label: str, call: Callable[..., RunResult]) -> RunResult:
     """Run with a progress bar on a terminal (none when piped), turning undeclared-read warnings into
     the result's own list (printed by ``_report``). ``call`` takes the engine's ``progress`` callback."""
@@ -118,11 +142,17 @@ def run_command(
 @pipeline.command("resume")
 @global_options
 @_pipe_argument
+@click.option("--dry-run", is_flag=True, help="Print the exact task list the resume would run; run nothing.")
 @_json_option
 @pass_settings
-def resume_command(settings: Settings, spec: str, as_json: bool) -> int:
+def resume_command(settings: Settings, spec: str, dry_run: bool, as_json: bool) -> int:
     """Run the failed, blocked and never-run tasks of PIPE's last run (with its selection and root)."""
     definition = _load_pipeline(spec)
+    if dry_run:
+        with settings.open_store(StoreUse.EXISTING) as store:
+            preview = resume_preview(store, definition)
+        _print_preview(settings, preview, as_json)
+        return 0
     with settings.open_store(StoreUse.CREATE) as store:
         result = _run_quietly(settings, f"resume {definition.name}", lambda _tell: resume(store, definition))
     return _report(settings, result, as_json)

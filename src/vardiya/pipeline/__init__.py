@@ -36,7 +36,7 @@ from .mapping import (
 )
 from .options import RunOptions
 from .partitions import Daily, Monthly, PartitionKind, PartitionSet, Static, Unpartitioned
-from .run import RunMode, RunResult, backfill, rerun, resume, run_pipeline
+from .run import RunMode, RunPreview, RunResult, backfill, rerun, resume, resume_preview, run_pipeline
 from .stages import Pipeline, Stage
 from .state import PipelineState, PipelineStatus, RunRecord, TaskAttempt, TaskRead, TaskRecord, status
 
@@ -58,6 +58,7 @@ __all__ = [
     "Restart",
     "RunMode",
     "RunOptions",
+    "RunPreview",
     "RunRecord",
     "RunResult",
     "RunState",
@@ -84,6 +85,7 @@ __all__ = [
     "rerun_set",
     "restart_after_failure",
     "resume",
+    "resume_preview",
     "run_pipeline",
     "same",
     "status",

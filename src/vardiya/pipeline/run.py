@@ -53,14 +53,17 @@ from .graph import TaskGraph, build_graph
 from .impact import descendants
 from .io import Read, TaskContext, UndeclaredReadWarning, publish, task_output_path
 from .options import RunMode, RunOptions, task_names
-from .selection import in_range, partition_range, plan_tasks
+from .selection import TaskPlan, in_range, partition_range, plan_tasks
 from .stages import Pipeline, Stage
 from .state import AttemptEnd, PipelineState, TaskRecord
 
 if TYPE_CHECKING:
     from ..store.api import Store
 
-__all__ = ["Execution", "Progress", "RunMode", "RunOptions", "RunResult", "backfill", "rerun", "resume", "run_pipeline"]
+__all__ = [
+    "Execution", "Progress", "RunMode", "RunOptions", "RunPreview", "RunResult", "backfill", "rerun", "resume",
+    "resume_preview", "run_pipeline",
+]
 
 # Told (tasks finished, tasks to run) as each task ends, in the coordinator's thread: a progress bar.
 Progress = Callable[[int, int], None]
@@ -308,10 +311,45 @@ class _Runner:
 # -- the ways in --------------------------------------------------------------------------------------
 
 
-def _start(
-    store: Store, graph: TaskGraph, options: RunOptions, *, clock: Clock | None, progress: Progress | None = None
-) -> RunResult:
-    """Plan (refusing bad input before anything is written), record the run, execute it, report."""
+@dataclass(frozen=True, kw_only=True)
+class _Planned:
+    """A run planned against the store's checkpoints, before anything is written."""
+
+    state: PipelineState
+    records: Mapping[str, TaskRecord]
+    plan: TaskPlan
+    invalidate: list[str]
+    without_output: set[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunPreview:
+    """What a run would do, planned exactly as it will be and nothing written: the dry run of
+    ``vardiya pipeline resume`` (and the dashboard's preview). Task names in topological order."""
+
+    pipeline: str
+    mode: RunMode
+    #: The run a resume continues.
+    resumes: int | None
+    #: The tasks the run would run (the failed, blocked and never-run ones of the selection, for a resume).
+    to_run: tuple[str, ...]
+    #: The selection's tasks already done, which it would skip.
+    skipped: tuple[str, ...]
+    #: The tasks of ``to_run`` that are failed now (the others are blocked or never ran).
+    failed: tuple[str, ...]
+    root: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The preview as ``--dry-run --json`` prints it."""
+        return {
+            "pipeline": self.pipeline, "mode": self.mode.value, "resumes": self.resumes, "root": self.root,
+            "to_run": list(self.to_run), "to_run_count": len(self.to_run), "failed": list(self.failed),
+            "skipped": list(self.skipped),
+        }
+
+
+def _plan(store: Store, graph: TaskGraph, options: RunOptions, *, clock: Clock | None) -> _Planned:
+    """The plan of a run (refusing bad input with ``InvalidInput``); reads the store, writes nothing."""
     root_text, tasks, partitions, rerun_task = options.root, options.tasks, options.partitions, options.rerun
     state = PipelineState(store, graph.pipeline, clock=clock)
     records = state.tasks()
@@ -347,6 +385,16 @@ def _start(
                 f"inject_failure names {name}, which this run does not run ({why}); "
                 f"drill a task the run runs, or rerun {name} with the drill"
             )
+    return _Planned(state=state, records=records, plan=plan, invalidate=invalidate, without_output=without_output)
+
+
+def _start(
+    store: Store, graph: TaskGraph, options: RunOptions, *, clock: Clock | None, progress: Progress | None = None
+) -> RunResult:
+    """Plan (refusing bad input before anything is written), record the run, execute it, report."""
+    planned = _plan(store, graph, options, clock=clock)
+    state, plan, invalidate, without_output = planned.state, planned.plan, planned.invalidate, planned.without_output
+    root_text = options.root
     run_id = state.open_run(options.to_json(), invalidate=invalidate)
     runner = _Runner(
         graph=graph, state=state, run_id=run_id, root=root_text, strict=options.strict,
@@ -440,20 +488,52 @@ def resume(
     The selection, root and settings are the last run's unless given; its drills are not repeated.
     """
     graph = _graph(pipeline)
+    options = _resume_options(store, graph, root=root, concurrency=concurrency, fail_fast=fail_fast, strict=strict,
+                              clock=clock)
+    return _start(store, graph, options, clock=clock)
+
+
+def resume_preview(
+    store: Store,
+    pipeline: Pipeline | TaskGraph,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    clock: Clock | None = None,
+) -> RunPreview:
+    """What ``resume`` would run now, planned as ``resume`` plans it, with nothing written."""
+    graph = _graph(pipeline)
+    options = _resume_options(store, graph, root=root, concurrency=None, fail_fast=None, strict=None, clock=clock)
+    planned = _plan(store, graph, options, clock=clock)
+    names, plan, records = graph.names, planned.plan, planned.records
+    to_run = tuple(names[task] for task in plan.to_run)
+    return RunPreview(
+        pipeline=graph.pipeline, mode=options.mode, resumes=options.resumes, root=options.root, to_run=to_run,
+        skipped=tuple(names[task] for task in plan.skipped),
+        failed=tuple(name for name in to_run if name in records and records[name].state is TaskState.FAILED),
+    )
+
+
+def _resume_options(
+    store: Store, graph: TaskGraph, *, root: str | os.PathLike[str] | None, concurrency: int | None,
+    fail_fast: bool | None, strict: bool | None, clock: Clock | None,
+) -> RunOptions:
+    """The options of a resume: the last run's selection and settings unless given."""
     last = PipelineState(store, graph.pipeline, clock=clock).last_run()
     if last is None:
         raise InvalidInput(f"pipeline {graph.pipeline!r} has no run to resume; start one with a run first")
     overrides: dict[str, Any] = {
         name: value
-        for name, value in (("root", root), ("concurrency", concurrency), ("fail_fast", fail_fast), ("strict", strict))
+        for name, value in (
+            ("root", None if root is None else os.fspath(root)), ("concurrency", concurrency),
+            ("fail_fast", fail_fast), ("strict", strict),
+        )
         if value is not None
     }
     # The last run's selection and settings, its drills and its trigger left out: a resume is its own run.
-    options = replace(
+    return replace(
         RunOptions.from_json(last.options), mode=RunMode.RESUME, inject_failure=(), started_by=None, resumes=last.id,
         **overrides,
     )
-    return _start(store, graph, options, clock=clock)
 
 
 def rerun(

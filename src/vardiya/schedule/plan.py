@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
@@ -21,6 +22,7 @@ from .triggers import Cron, PeriodClose, partition_at, partition_window
 
 if TYPE_CHECKING:
     from ..slots.job import SlotJob
+    from ..slots.scheme import PlannedTick
     from .pipelines import ScheduledPipeline
 
 __all__ = [
@@ -120,6 +122,12 @@ class TickSchedule:
 
         horizon = moment + self.job.scheme.period * 2 + _TINY
         return next((utc(planned) for planned in planned_ticks(self.job, moment + _TINY, horizon)), None)
+
+    def upcoming(self, moment: datetime, count: int) -> list[PlannedTick]:
+        """The first ``count`` planned ticks after ``moment``, with their period and slot (in the scheme's
+        zone), as ``next_after`` finds the first: what the scheduler will fire next."""
+        horizon = moment + self.job.scheme.period * (count + 1) + _TINY  # every period has a tick
+        return list(islice(self.job.planned_ticks(moment + _TINY, horizon), count))
 
     def firing(self, planned: datetime) -> Firing:
         return Firing(

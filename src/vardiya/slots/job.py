@@ -6,9 +6,10 @@ Pure: a ``SlotJob`` is a value; running it is ``runner.run_tick``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from ..catchup import CatchUpPolicy
@@ -16,7 +17,7 @@ from ..clock import ensure_aware, to_timedelta
 from ..errors import ConfigurationError
 from ..limits import check_name
 from ..sla import check_sla
-from .scheme import Period, SlotPosition, SlotScheme, describe_duration
+from .scheme import Period, PlannedTick, SlotPosition, SlotScheme, describe_duration
 
 if TYPE_CHECKING:
     from .sources import Source
@@ -263,6 +264,16 @@ class SlotJob:
             if period_start >= regime.effective_from:
                 chosen = regime
         return chosen
+
+    def planned_ticks(self, start: datetime, end: datetime) -> Iterator[PlannedTick]:
+        """The planned ticks in [start, end) with their period and slot, each from the scheme in force for
+        its period: what the scheduler fires and ``vardiya replay`` runs."""
+        boundaries = [ensure_aware(start, "start")]
+        boundaries += [c.effective_from for c in self.scheme_changes if start < c.effective_from < end]
+        boundaries.append(ensure_aware(end, "end"))
+        for low, high in pairwise(boundaries):
+            in_force = self.runs_at(low)  # each scheme with its own run times
+            yield from in_force.scheme.planned_times(low, high, in_force.offsets)
 
     def scheme_at(self, moment: datetime) -> SlotScheme:
         """The scheme in force for the period that contains ``moment``."""

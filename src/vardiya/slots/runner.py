@@ -44,7 +44,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import islice, pairwise
+from itertools import islice
 from typing import Any
 
 from ..clock import Clock, SystemClock, VirtualClock, ensure_aware
@@ -590,10 +590,4 @@ def replay(
 
 def planned_ticks(job: SlotJob, start: datetime, end: datetime) -> Iterator[datetime]:
     """Planned tick times of ``job`` in [start, end), each from the scheme in force for its period."""
-    boundaries = [ensure_aware(start, "start")]
-    boundaries += [c.effective_from for c in job.scheme_changes if start < c.effective_from < end]
-    boundaries.append(ensure_aware(end, "end"))
-    for low, high in pairwise(boundaries):
-        in_force = job.runs_at(low)  # each scheme with its own run times
-        for tick in in_force.scheme.planned_times(low, high, in_force.offsets):
-            yield tick.planned_time
+    return (tick.planned_time for tick in job.planned_ticks(start, end))

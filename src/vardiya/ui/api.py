@@ -1,7 +1,7 @@
 """The JSON API under ``/api/``: each answer is the ``--json`` document of the matching CLI command.
 
 Reads are open to whoever reaches the server (it binds loopback by default); mutations (redrive,
-purge) need the token (``security.py``). Bad input is a 4xx with a message: ``422`` for a parameter
+purge, rerun, resume, pause, trigger) need the token (``security.py``). Bad input is a 4xx with a message: ``422`` for a parameter
 of the wrong type or range (FastAPI's validation, with ``detail``), ``400`` for a value vardiya refuses
 (``{"error": ...}``, the line the CLI would print), ``404`` for an id or name that is not there.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigurationError, InvalidInput
@@ -19,6 +19,8 @@ from ..store.controls import REASON_MAX
 from . import reports
 from .context import context_of, require_token
 from .reports import LetterFilter
+from .runs import BackgroundRun
+from .slot_job import NEXT_TICKS, NEXT_TICKS_MAX, slot_job_document
 
 __all__ = ["router"]
 
@@ -172,6 +174,14 @@ def api_pipeline_impact(request: Request, name: Annotated[str, Path(max_length=T
     return reports.pipeline_impact_document(ui.app, name, task)
 
 
+@router.get("/pipelines/{name}/resume-preview", summary="vardiya pipeline resume PIPE --dry-run --json")
+def api_pipeline_resume_preview(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) -> dict[str, Any]:
+    """The exact task list a resume would run (its last run's failed, blocked and never-run tasks), and
+    each failed task's blast radius; nothing is run."""
+    ui = _known_pipeline(request, name)
+    return reports.pipeline_resume_preview_document(ui.store, ui.app, name)
+
+
 @router.get("/pipelines/{name}/tasks/{task}", summary="one task: state, attempts, reads, tracebacks, blast radius")
 def api_pipeline_task(
     request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], task: Annotated[str, Path(max_length=TEXT_MAX)]
@@ -192,11 +202,63 @@ class RerunRequest(BaseModel):
     task: str = Field(min_length=1, max_length=TEXT_MAX, description="STAGE@PARTITION")
 
 
-@router.post("/pipelines/{name}/rerun", summary="vardiya pipeline rerun PIPE --task T --json", dependencies=[Depends(require_token)])
-def api_pipeline_rerun(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], body: RerunRequest) -> dict[str, Any]:
-    """Invalidate the task and everything downstream of it, and run exactly that set (it waits for the run)."""
+_BUSY: dict[int | str, dict[str, Any]] = {409: {"description": "a run of this pipeline that the dashboard started is still running"}}
+
+
+def _started(response: Response, run: BackgroundRun) -> dict[str, Any]:
+    """A run just started: 202, its JSON, and where to follow it (``Location`` and ``status_url``)."""
+    response.headers["Location"] = url = _run_url(run.id)
+    return {**run.to_json(), "status_url": url}
+
+
+def _run_url(run_id: int) -> str:
+    return f"/api/runs/{run_id}"
+
+
+@router.post(
+    "/pipelines/{name}/rerun", status_code=202, summary="vardiya pipeline rerun PIPE --task T --json, in the background",
+    dependencies=[Depends(require_token)], responses=_BUSY,
+)
+def api_pipeline_rerun(
+    request: Request, response: Response, name: Annotated[str, Path(max_length=TEXT_MAX)], body: RerunRequest,
+) -> dict[str, Any]:
+    """Start invalidating the task and everything downstream of it and running exactly that set, in the
+    server's background: 202 with the run (follow ``status_url``, ``GET /api/runs/ID``, until its
+    ``phase`` is ``done`` or ``failed``; a done run's ``result`` is ``pipeline rerun --json``). An
+    unknown task is 400 before anything starts; 409 while another run of the pipeline that this
+    dashboard started runs."""
     ui = _known_pipeline(request, name)
-    return reports.pipeline_rerun_document(ui.store, ui.app, name, body.task)
+    reports.pipeline_impact_document(ui.app, name, body.task)  # an unknown task: 400, and no run started
+    run = ui.runs.start(name, "rerun", body.task, lambda: reports.pipeline_rerun_document(ui.store, ui.app, name, body.task))
+    return _started(response, run)
+
+
+@router.post(
+    "/pipelines/{name}/resume", status_code=202, summary="vardiya pipeline resume PIPE --json, in the background",
+    dependencies=[Depends(require_token)], responses=_BUSY,
+)
+def api_pipeline_resume(request: Request, response: Response, name: Annotated[str, Path(max_length=TEXT_MAX)]) -> dict[str, Any]:
+    """Start running the pipeline's last run's failed, blocked and never-run tasks (the list of
+    ``resume-preview``) in the server's background: 202 with the run, as a rerun. Nothing to resume is
+    400 before anything starts; 409 while another run of the pipeline that this dashboard started runs."""
+    ui = _known_pipeline(request, name)
+    reports.pipeline_resume_preview_document(ui.store, ui.app, name)  # no run to resume: 400, and no run started
+    run = ui.runs.start(name, "resume", None, lambda: reports.pipeline_resume_document(ui.store, ui.app, name))
+    return _started(response, run)
+
+
+@router.get(
+    "/runs/{run_id}", summary="a rerun or resume this dashboard started",
+    responses={404: {"description": "this dashboard started no such run, or has forgotten it"}},
+)
+def api_run(request: Request, run_id: Annotated[int, Path(ge=1, le=ID_MAX)]) -> dict[str, Any]:
+    """The run's ``phase`` (``running``, ``done`` or ``failed``), its ``result`` once done (the CLI's
+    ``pipeline rerun`` or ``resume --json``) or its ``error`` once failed. The server keeps the last
+    runs it started; a restart forgets them (the store keeps every run's outcome)."""
+    found = context_of(request).runs.get(run_id)
+    if found is None:
+        raise HTTPException(404, f"this dashboard started no run {run_id} (or has forgotten it)")
+    return {**found.to_json(), "status_url": _run_url(run_id)}
 
 
 @router.get("/slots/{job}/report", summary="vardiya slots report JOB --period P --json")
@@ -218,6 +280,20 @@ def known_slot_job(request: Request, job: str) -> Any:
 
 
 Period = Annotated[str, Query(min_length=1, max_length=60, description="the period key, e.g. 2026-12-01")]
+
+
+@router.get("/slots/{job}", summary="a slot job's page: two periods' ledger by slot, its status entry, its next ticks")
+def api_slot_job(
+    request: Request, job: Annotated[str, Path(max_length=TEXT_MAX)],
+    period: Annotated[str | None, Query(min_length=1, max_length=60, description="the period shown (default: the current one)")] = None,
+    ticks: Annotated[int, Query(ge=1, le=NEXT_TICKS_MAX, description="how many next ticks to list")] = NEXT_TICKS,
+) -> dict[str, Any]:
+    """The slot job page's data: ``periods`` (the current period, or ``period``, then the one before it:
+    each ``slots report --json``), its ``vardiya status --json`` entry, the not-done records of its
+    closed periods, and ``next_ticks`` (planned time in the job's zone and in UTC, period, slot), as the
+    scheduler plans them."""
+    ui = known_slot_job(request, job)
+    return slot_job_document(ui.store, ui.app, job, reports.status_document(ui.store, ui.app), period=period, ticks=ticks)
 
 
 @router.get("/slots/{job}/balance", summary="vardiya slots balance --slots B --assign A --json, of the job's ids")

@@ -9,6 +9,7 @@ from fastapi import HTTPException, Request
 
 from ..app import App
 from ..store import Store
+from .runs import BackgroundRuns
 from .security import COOKIE, Access, Guard
 
 __all__ = ["UiContext", "authorize", "context_of", "require_token", "signed_in"]
@@ -17,13 +18,16 @@ __all__ = ["UiContext", "authorize", "context_of", "require_token", "signed_in"]
 @dataclass(frozen=True, kw_only=True)
 class UiContext:
     """One server's store (opened once, shared by the requests: its engine pools connections), the app
-    named by ``--app`` (None: no jobs, handlers or pipelines are known), its guard, and the directory
-    whose files the planner may read (the working directory it was started in)."""
+    named by ``--app`` (None: no jobs, handlers or pipelines are known), its guard, the directory
+    whose files the planner may read (the working directory it was started in) and the pipeline runs
+    it started."""
 
     store: Store
     app: App | None
     guard: Guard
     root: Path = field(default_factory=Path.cwd)
+    #: The reruns and resumes this server started, each in its own thread.
+    runs: BackgroundRuns = field(default_factory=BackgroundRuns)
 
 
 def context_of(request: Request) -> UiContext:

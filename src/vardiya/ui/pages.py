@@ -11,25 +11,32 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path as FilePath
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Depends, Form, HTTPException, Path, Query, Request
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Path, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2.utils import url_quote
 from markupsafe import Markup, escape
 
 from ..errors import InvalidInput
+from ..plan.profile import Profile
+from ..plan.workload import Workload
 from ..store.controls import REASON_MAX
 from . import reports
 from .api import ID_MAX, TEXT_MAX, known_slot_job, letter_filter, plan_sizes
 from .context import authorize, context_of, signed_in
 from .reports import LetterFilter
+from .runs import BackgroundRun
+from .slot_job import slot_job_view
+from .uploads import UPLOAD_MAX_BYTES, profile_upload, workload_upload
 
-__all__ = ["REFRESH_S", "router", "templates"]
+__all__ = ["REFRESH_S", "RUN_POLL_S", "router", "templates"]
 
 #: How often the overview's live part is fetched again, in seconds.
 REFRESH_S = 5
+#: How often a running rerun's or resume's status is fetched again, in seconds.
+RUN_POLL_S = 1
 
 templates = Jinja2Templates(directory=FilePath(__file__).parent / "templates")
 router = APIRouter(include_in_schema=False)
@@ -166,6 +173,10 @@ def _pipeline_names(request: Request, name: str | None = None) -> list[str]:
     return names
 
 
+#: The task states a resume would run again (the preview narrows them to the last run's selection).
+_RESUMABLE = frozenset({"failed", "blocked", "pending", "running"})
+
+
 @router.get("/pipelines", response_class=HTMLResponse)
 def pipelines(request: Request) -> HTMLResponse:
     """The app's pipelines; each links to its grid."""
@@ -183,7 +194,12 @@ def pipeline(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) 
     _pipeline_names(request, name)
     ui = context_of(request)
     status, grid = reports.pipeline_view(ui.store, ui.app, name)
-    return _page(request, "pipeline.html", page="pipelines", name=name, rows=_task_rows(name, status), grid=grid)
+    # A resume runs the failed, blocked and never-run tasks; its preview says exactly which.
+    resumable = any(state in _RESUMABLE for state in status["tasks"].values())
+    return _page(
+        request, "pipeline.html", page="pipelines", name=name, rows=_task_rows(name, status),
+        grid=grid, resumable=resumable,
+    )
 
 
 def _task_rows(name: str, status: dict[str, Any]) -> Markup:
@@ -235,13 +251,72 @@ def rerun(
     task: Annotated[str, Form(min_length=1, max_length=TEXT_MAX)],
     csrf: Annotated[str | None, Form()] = None,
 ) -> Response:
-    """Rerun what the preview listed (token cookie and CSRF token required); waits for the run."""
+    """Start the rerun the preview listed (token cookie and CSRF token required) in the background, and
+    send the browser to its status page; 409 while another run of the pipeline started here runs."""
     authorize(request, csrf)
     _pipeline_names(request, name)
     ui = context_of(request)
-    result = reports.pipeline_rerun_document(ui.store, ui.app, name, task)
-    return _back(f"/pipelines/{name}", f"rerun {result['run_id']} of {task}: {len(result['succeeded'])} succeeded, "
-                 f"{len(result['failed'])} failed, {len(result['blocked'])} blocked")
+    reports.pipeline_impact_document(ui.app, name, task)  # an unknown task is refused before a thread starts
+    started = ui.runs.start(name, "rerun", task, lambda: reports.pipeline_rerun_document(ui.store, ui.app, name, task))
+    return RedirectResponse(f"/pipelines/{quote(name, safe='')}/runs/{started.id}", status_code=303)
+
+
+@router.get("/pipelines/{name}/resume", response_class=HTMLResponse)
+def resume_preview(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) -> HTMLResponse:
+    """What a resume would do, before it does it: the exact task list (``pipeline resume --dry-run``) and
+    the blast radius of each failed task in it."""
+    _pipeline_names(request, name)
+    ui = context_of(request)
+    preview = reports.pipeline_resume_preview_document(ui.store, ui.app, name)
+    return _page(request, "resume.html", page="pipelines", name=name, preview=preview)
+
+
+@router.post("/pipelines/{name}/resume")
+def resume_pipeline(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], csrf: Annotated[str | None, Form()] = None,
+) -> Response:
+    """Start the resume the preview listed (token cookie and CSRF token required) in the background."""
+    authorize(request, csrf)
+    _pipeline_names(request, name)
+    ui = context_of(request)
+    reports.pipeline_resume_preview_document(ui.store, ui.app, name)  # no run to resume: refused here, not in a thread
+    started = ui.runs.start(name, "resume", None, lambda: reports.pipeline_resume_document(ui.store, ui.app, name))
+    return RedirectResponse(f"/pipelines/{quote(name, safe='')}/runs/{started.id}", status_code=303)
+
+
+def _background_run(request: Request, name: str, run_id: int) -> BackgroundRun:
+    _pipeline_names(request, name)
+    found = context_of(request).runs.get(run_id)
+    if found is None or found.pipeline != name:
+        raise HTTPException(404, f"this dashboard started no run {run_id} of pipeline {name!r} (or has forgotten it)")
+    return found
+
+
+@router.get("/pipelines/{name}/runs/{run_id}", response_class=HTMLResponse)
+def background_run(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], run_id: Annotated[int, Path(ge=1, le=ID_MAX)],
+) -> HTMLResponse:
+    """A rerun or resume started here: running, done (with what it ran) or failed (with the error),
+    refreshed by htmx until it ends."""
+    return _page(request, "run.html", page="pipelines", **_run_values(request, name, run_id))
+
+
+@router.get("/fragments/pipelines/{name}/runs/{run_id}", response_class=HTMLResponse)
+def background_run_fragment(
+    request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)], run_id: Annotated[int, Path(ge=1, le=ID_MAX)],
+) -> HTMLResponse:
+    """The run's live part, which htmx fetches every ``RUN_POLL_S`` seconds while it runs."""
+    return _page(request, "_run.html", **_run_values(request, name, run_id))
+
+
+def _run_values(request: Request, name: str, run_id: int) -> dict[str, Any]:
+    """A run's page values; once it has ended, the pipeline's grid too (its new states)."""
+    run = _background_run(request, name, run_id).to_json()
+    grid = None
+    if run["phase"] != "running":
+        ui = context_of(request)
+        grid = reports.pipeline_view(ui.store, ui.app, name)[1]
+    return {"name": name, "run": run, "grid": grid, "poll_s": RUN_POLL_S}
 
 
 @router.get("/slots", response_class=HTMLResponse)
@@ -249,30 +324,25 @@ def slot_jobs(
     request: Request, job: Annotated[str | None, Query(max_length=TEXT_MAX)] = None,
     period: Annotated[str | None, Query(max_length=60)] = None,
 ) -> HTMLResponse:
-    """Each slot job's next tick, lateness and period figures (from ``status``), and one job's page: its
-    ledger by slot as the chart of ``slots report --plot`` (its current period unless ``period`` says),
-    each slot linking to its tick, and its closed periods' not-done records (``status``'s ``not_done``,
-    each with the backfill it needs). The balance report has a page of its own: it reads every id of
-    the job's source, which a page opened on every visit should not pay for."""
+    """Each slot job's next tick, lateness and period figures (from ``status``), and one job's page
+    (``/api/slots/JOB``): its current period's ledger by slot and the previous period's, as the charts
+    of ``slots report --plot`` (``period`` shows another period and the one before it), each slot
+    linking to its tick; its next ticks; its closed periods' not-done records (each with the backfill
+    it needs). The balance report has a page of its own: it reads every id of the job's source, which
+    a page opened on every visit should not pay for."""
     ui = context_of(request)
     status = reports.status_document(ui.store, ui.app)
     jobs = status["jobs"]
     chosen = job or (jobs[0]["job"] if jobs else None)
-    chart, report, entry, control = None, None, None, None
-    not_done: list[dict[str, Any]] = []
+    view, charts, control = None, [], None
     if chosen is not None:
         if ui.app is None or chosen not in ui.app.slot_jobs:
             raise HTTPException(404, f"no slot job {chosen!r} in the dashboard's app")
-        entry = next((each for each in jobs if each["job"] == chosen), None)
-        key = period or (entry["period"] if entry else None)
-        if key is not None:
-            found = reports.slot_report(ui.store, ui.app, chosen, key)
-            chart, report = reports.slot_report_chart(found), found.to_json()
-        not_done = [each for each in status["not_done"] if each["job"] == chosen]
+        view, found = slot_job_view(ui.store, ui.app, chosen, status, period=period or None)
+        charts = [reports.slot_report_chart(each) for each in found]
         control = next(each for each in reports.controls_document(ui.store, ui.app)["entries"]
                        if each["control"] == "slot_job" and each["name"] == chosen)
-    return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, chart=chart, report=report,
-                 not_done=not_done, entry=entry, control=control,
+    return _page(request, "slots.html", page="slots", jobs=jobs, chosen=chosen, view=view, charts=charts, control=control,
                  back=f"/slots?{urlencode({'job': chosen})}" if chosen else "/slots")
 
 
@@ -362,6 +432,28 @@ def trigger(
     return _back(_local(back, "/controls"), said)
 
 
+def _batch_size(batch_size: str | None) -> int | None:
+    if not batch_size:
+        return None
+    try:
+        return int(batch_size)
+    except ValueError:
+        raise InvalidInput(f"batch_size must be a whole number, got {batch_size!r}") from None
+
+
+def _planned(
+    inputs: tuple[Workload, Profile], sizes: str | None, policy: str | None, batch_size: str | None
+) -> dict[str, Any]:
+    """The sweep and the comparison of a workload and profile, with their charts, for the planner page."""
+    size = _batch_size(batch_size)
+    swept = reports.sweep_of(inputs, sizes=plan_sizes(sizes), policy=policy or None)
+    compared = reports.compare_of(inputs, batch_size=size)
+    return {
+        "sweep": swept.to_json(), "sweep_chart": reports.sweep_chart(swept),
+        "comparison": compared.to_json(), "compare_chart": reports.compare_chart_svg(compared),
+    }
+
+
 @router.get("/planner", response_class=HTMLResponse)
 def planner(
     request: Request,
@@ -375,20 +467,36 @@ def planner(
     dashboard's working directory), as the charts and tables of ``vardiya plan``."""
     ui = context_of(request)
     values: dict[str, Any] = {"workload": workload or "", "profile": profile or "", "sizes": sizes or "",
-                              "policy": policy or "", "batch_size": batch_size or "", "root": str(ui.root)}
+                              "policy": policy or "", "batch_size": batch_size or "", "root": str(ui.root),
+                              "upload_mb": UPLOAD_MAX_BYTES // (1024 * 1024)}
     if workload and profile:
-        size = None
-        if batch_size:
-            try:
-                size = int(batch_size)
-            except ValueError:
-                raise InvalidInput(f"batch_size must be a whole number, got {batch_size!r}") from None
-        swept = reports.plan_sweep(ui.root, workload, profile, sizes=plan_sizes(sizes), policy=policy or None)
-        compared = reports.plan_compare(ui.root, workload, profile, batch_size=size)
-        values |= {
-            "sweep": swept.to_json(), "sweep_chart": reports.sweep_chart(swept),
-            "comparison": compared.to_json(), "compare_chart": reports.compare_chart_svg(compared),
-            "query": urlencode({key: value for key, value in (
-                ("workload", workload), ("profile", profile), ("sizes", sizes), ("policy", policy)) if value}),
-        }
+        values |= _planned(reports.plan_inputs(ui.root, workload, profile), sizes, policy, batch_size)
+        values["query"] = urlencode({key: value for key, value in (
+            ("workload", workload), ("profile", profile), ("sizes", sizes), ("policy", policy)) if value})
+    return _page(request, "planner.html", page="planner", **values)
+
+
+@router.post("/planner", response_class=HTMLResponse)
+def planner_upload(
+    request: Request,
+    workload_file: Annotated[UploadFile, File(description="the workload CSV")],
+    profile_file: Annotated[UploadFile, File(description="the cost profile TOML")],
+    sizes: Annotated[str | None, Form(max_length=1_000)] = None,
+    policy: Annotated[str | None, Form(pattern="^(retry_batch|bisect|report_failures)?$")] = None,
+    batch_size: Annotated[str | None, Form(max_length=20)] = None,
+) -> HTMLResponse:
+    """The planner of an uploaded workload and profile (read in memory, nothing written): the same
+    sweep and comparison as by path. Another site's page cannot post here (the Origin check)."""
+    ui = context_of(request)
+    if not ui.guard.origin_allowed(request.headers.get("origin")):
+        raise HTTPException(403, "the request's Origin is another site; upload from this dashboard's planner")
+    workload_name = (workload_file.filename or "workload")[:200]
+    profile_name = (profile_file.filename or "profile")[:200]
+    costs = profile_upload(profile_name, profile_file.file)  # as vardiya plan reads them: the profile first
+    loaded = workload_upload(workload_name, workload_file.file)
+    values: dict[str, Any] = {"workload": "", "profile": "", "shown_workload": workload_name,
+                              "shown_profile": profile_name, "sizes": sizes or "",
+                              "policy": policy or "", "batch_size": batch_size or "", "root": str(ui.root),
+                              "upload_mb": UPLOAD_MAX_BYTES // (1024 * 1024), "uploaded": True}
+    values |= _planned((loaded, costs), sizes, policy, batch_size)
     return _page(request, "planner.html", page="planner", **values)

@@ -15,6 +15,8 @@ function                               the command whose ``--json`` it is
 ``slot_report_document``               ``vardiya slots report JOB --period P``
 ``pipeline_impact_document``           ``vardiya pipeline impact PIPE --task T``
 ``pipeline_rerun_document``            ``vardiya pipeline rerun PIPE --task T``
+``pipeline_resume_preview_document``   ``vardiya pipeline resume PIPE --dry-run``
+``pipeline_resume_document``           ``vardiya pipeline resume PIPE``
 ``slot_balance_document``              ``vardiya slots balance --slots B --assign A --ids IDS``
                                        (B, A and IDS the job's scheme and source)
 ``backfill_preview_document``          ``vardiya slots backfill JOB --period P --dry-run``
@@ -46,7 +48,7 @@ from ..errors import InvalidInput
 from ..invoke import dlq as letters
 from ..invoke.handlers import Model
 from ..invoke.metrics import store_metrics
-from ..pipeline import rerun, task_impact
+from ..pipeline import rerun, resume, resume_preview, task_impact
 from ..pipeline import status as pipeline_status
 from ..pipeline.grid import grid_svg
 from ..plan.compare import Comparison, compare
@@ -77,8 +79,11 @@ __all__ = [
     "backfill_preview_document",
     "compare_chart_svg",
     "compare_document",
+    "compare_of",
     "plan_compare",
+    "plan_inputs",
     "plan_sweep",
+    "sweep_of",
     "sweep_document",
     "controls_document",
     "pause_document",
@@ -92,6 +97,8 @@ __all__ = [
     "pipeline_grid",
     "pipeline_impact_document",
     "pipeline_rerun_document",
+    "pipeline_resume_document",
+    "pipeline_resume_preview_document",
     "pipeline_status_document",
     "pipeline_task_document",
     "purge_document",
@@ -283,6 +290,20 @@ def pipeline_rerun_document(store: Store, app: App | None, name: str, task: str)
     return rerun(store, entry.pipeline, task, root=entry.root, concurrency=entry.concurrency, strict=entry.strict).to_json()
 
 
+def pipeline_resume_preview_document(store: Store, app: App | None, name: str) -> dict[str, Any]:
+    """``vardiya pipeline resume PIPE --dry-run --json`` (the exact task list, planned as the resume
+    plans it), with each failed task of that list and its blast radius: what the resume retries first."""
+    graph = _pipeline(app, name).graph
+    document = resume_preview(store, graph).to_json()
+    document["failed"] = [{"task": task, "blast_radius": task_impact(graph, task).blast_radius} for task in document["failed"]]
+    return document
+
+
+def pipeline_resume_document(store: Store, app: App | None, name: str) -> dict[str, Any]:
+    """``vardiya pipeline resume PIPE --json``: the last run's failed, blocked and never-run tasks."""
+    return resume(store, _pipeline(app, name).graph).to_json()
+
+
 def _time(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
@@ -462,7 +483,7 @@ def under_root(root: Path, given: str, what: str) -> Path:
     return found
 
 
-def _plan_inputs(root: Path, workload: str, profile: str) -> tuple[Workload, Profile]:
+def plan_inputs(root: Path, workload: str, profile: str) -> tuple[Workload, Profile]:
     """The profile first (as ``vardiya plan`` reads them: its errors are the likelier ones), then the workload."""
     profile_path = under_root(root, profile, "profile")
     workload_path = under_root(root, workload, "workload")
@@ -481,8 +502,13 @@ def plan_sweep(root: Path, workload: str, profile: str, *, sizes: Sequence[int] 
                policy: str | None = None) -> Sweep:
     """One stream replay per batch size, as ``vardiya plan batch-sweep`` replays them."""
     chosen = _sizes(sizes)
-    loaded, costs = _plan_inputs(root, workload, profile)
-    return sweep(loaded, costs, sizes=chosen, policy=policy)
+    return sweep_of(plan_inputs(root, workload, profile), sizes=chosen, policy=policy)
+
+
+def sweep_of(inputs: tuple[Workload, Profile], *, sizes: Sequence[int] | None = None, policy: str | None = None) -> Sweep:
+    """``plan_sweep`` of a workload and profile already read (from files or uploads)."""
+    loaded, costs = inputs
+    return sweep(loaded, costs, sizes=_sizes(sizes), policy=policy)
 
 
 def sweep_document(root: Path, workload: str, profile: str, *, sizes: Sequence[int] | None = None,
@@ -494,7 +520,13 @@ def sweep_document(root: Path, workload: str, profile: str, *, sizes: Sequence[i
 def plan_compare(root: Path, workload: str, profile: str, *, batch_size: int | None = None, dedup: bool = False) -> Comparison:
     """The three models and the stream's policies, as ``vardiya plan compare`` replays them."""
     size = None if batch_size is None else check_batch_size(batch_size, "batch_size")
-    loaded, costs = _plan_inputs(root, workload, profile)
+    return compare_of(plan_inputs(root, workload, profile), batch_size=size, dedup=dedup)
+
+
+def compare_of(inputs: tuple[Workload, Profile], *, batch_size: int | None = None, dedup: bool = False) -> Comparison:
+    """``plan_compare`` of a workload and profile already read (from files or uploads)."""
+    loaded, costs = inputs
+    size = None if batch_size is None else check_batch_size(batch_size, "batch_size")
     return compare(loaded, costs, batch_size=size, dedup=dedup)
 
 

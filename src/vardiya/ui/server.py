@@ -7,7 +7,9 @@ pages; htmx (vendored in ``static/``) refreshes the overview. Everything ships i
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, Request
@@ -26,7 +28,9 @@ from ..errors import StoreError, VardiyaError
 from ..store import Store
 from . import api, pages
 from .context import UiContext
+from .runs import RunBusy
 from .security import COOKIE, Guard
+from .uploads import UPLOAD_BODY_MAX_BYTES, UPLOAD_MAX_BYTES
 
 __all__ = ["create_app"]
 
@@ -47,7 +51,17 @@ def _wants_html(request: Request) -> bool:
 def create_app(store: Store, app: App | None, guard: Guard, *, root: Path | None = None) -> FastAPI:
     """The dashboard over ``store`` (kept open by the caller), for ``app``'s jobs, handlers, pipelines;
     the planner reads workloads and profiles under ``root`` only (default: the working directory)."""
+    context = UiContext(store=store, app=app, guard=guard, root=(root or Path.cwd()).resolve())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: FastAPI) -> AsyncIterator[None]:
+        yield
+        # A rerun or resume still running finishes (and records its outcome) before the server stops:
+        # a run cut off mid-wave would leave its run row open until the next run found it.
+        await asyncio.to_thread(context.runs.wait)
+
     server = FastAPI(
+        lifespan=lifespan,
         title="vardiya dashboard API",
         version=__version__,
         description="The JSON of each endpoint is the `--json` document of the matching `vardiya` command.",
@@ -55,7 +69,7 @@ def create_app(store: Store, app: App | None, guard: Guard, *, root: Path | None
         docs_url="/api/docs",
         redoc_url=None,
     )
-    server.state.ui = UiContext(store=store, app=app, guard=guard, root=(root or Path.cwd()).resolve())
+    server.state.ui = context
     server.mount("/static", StaticFiles(directory=_STATIC), name="static")
     server.include_router(api.router)
     server.include_router(pages.router)
@@ -67,6 +81,13 @@ def create_app(store: Store, app: App | None, guard: Guard, *, root: Path | None
             return PlainTextResponse(
                 "this dashboard answers only the names it was started for (see vardiya ui --allowed-host)",
                 status_code=400,
+            )
+        length = request.headers.get("content-length")
+        if request.method == "POST" and length and length.isdigit() and int(length) > UPLOAD_BODY_MAX_BYTES:
+            # refused before the body is read: a planner upload is two files of at most UPLOAD_MAX_BYTES
+            return PlainTextResponse(
+                f"this request's body is over {UPLOAD_BODY_MAX_BYTES // (1024 * 1024)} MB; the planner takes "
+                f"uploads of at most {UPLOAD_MAX_BYTES // (1024 * 1024)} MB each", status_code=413,
             )
         offered = request.query_params.get("token")
         if offered is not None and request.method == "GET" and not request.url.path.startswith("/api/"):
@@ -84,6 +105,10 @@ def create_app(store: Store, app: App | None, guard: Guard, *, root: Path | None
     @server.exception_handler(StoreError)
     async def store_failed(request: Request, error: StoreError) -> Response:
         return _refuse(request, 503, str(error))
+
+    @server.exception_handler(RunBusy)
+    async def busy(request: Request, error: RunBusy) -> Response:
+        return _refuse(request, 409, str(error))
 
     @server.exception_handler(VardiyaError)
     async def refused(request: Request, error: VardiyaError) -> Response:
