@@ -9,6 +9,7 @@ connection given back as it was taken.
 from __future__ import annotations
 
 import select
+import threading
 import time
 
 import psycopg
@@ -123,3 +124,41 @@ def test_a_connection_the_server_dropped_is_unavailable_then_replaced(store: Sto
     else:
         pytest.fail("the single submit never got a working connection again")
     assert store.items.get(handle.id) is not None
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_single_statements_share_one_generic_plan_connection_and_a_busy_one_falls_back_to_the_pool(
+    store: Store,
+) -> None:
+    statement = PostgresStatement(store.engine, store.target)
+
+    def session(cursor: psycopg.Cursor) -> tuple[int, str]:
+        row = cursor.execute("SELECT pg_backend_pid(), current_setting('plan_cache_mode')").fetchone()
+        assert row is not None
+        return row[0], row[1]
+
+    first = statement.run(session)
+    assert first[1] == "force_generic_plan"
+    assert statement.run(session) == first  # the same connection, not a checkout per call
+    inside = threading.Event()
+    release = threading.Event()
+    seen: list[tuple[int, str]] = []
+
+    def hold(cursor: psycopg.Cursor) -> None:
+        seen.append(session(cursor))
+        inside.set()
+        release.wait(10)
+
+    holder = threading.Thread(target=statement.run, args=(hold,))
+    holder.start()
+    try:
+        assert inside.wait(10)
+        other = statement.run(session)  # the own connection is busy: a pooled one, the store's settings
+    finally:
+        release.set()
+        holder.join(10)
+    assert seen == [first]
+    assert other[0] != first[0] and other[1] == "force_custom_plan"
+    store.engine.dispose()  # the own connection is closed with the engine and made again after it
+    again = statement.run(session)
+    assert again[0] != first[0] and again[1] == "force_generic_plan"
