@@ -33,15 +33,19 @@ Every configuration runs ``--runs`` times, interleaved round by round (system by
 median is printed with every run, with each configuration's end-to-end rate (N / (enqueue time + drain
 time), run by run). Targets (printed, never enforced): PostgreSQL, best vardiya drain and bulk enqueue
 >= 1.5x best PgQueuer's; SQLite, >= 4x best Huey's; end to end, best vardiya >= 2x the best peer's on
-each backend.
+each backend. Then, in the same run, ``bench_enqueue.py``'s rows (issue 19): single submit (rate, p50,
+p99) against PgQueuer's and Huey's single enqueue (>= 1x), and ``submit_many`` / ``append_many`` of
+``--items`` jobs against the peer's best enqueue (>= 1.5x PgQueuer, >= 4x Huey), each with its target.
 
 Run: ``benchmarks/.venv-peers/bin/python benchmarks/bench_async.py [--backend sqlite|postgresql|both]
-[--items 20000] [--runs 3] [--pg-url URL] [--huey-default-items 2000] [--procrastinate-items 1000]``
+[--items 20000] [--runs 3] [--pg-url URL] [--huey-default-items 2000] [--procrastinate-items 1000]
+[--single-items 2000]``
 (with ``.venv/bin/python`` the peers are skipped and their targets say "not measured").
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
@@ -635,6 +639,14 @@ def bench(target: Scratch, args: Any) -> None:
         for close in closers:
             close()
     report(target.backend, items, groups, peer, goal)
+    if args.single_items > 0:
+        # The issue's other rows, in the same run: single submit (rate, p50/p99) against each peer's single
+        # enqueue, and the bulk calls (submit_many, the stream's append_many) against its best enqueue.
+        import bench_enqueue  # it imports this module by name; loaded here, so no cycle at import time
+
+        bench_enqueue.bench(target, argparse.Namespace(
+            items=args.single_items, bulk_items=items, runs=args.runs, pgqueuer_installed="PgQueuer" in groups
+        ))
 
 
 def main() -> None:
@@ -646,6 +658,10 @@ def main() -> None:
         parser.add_argument(
             "--procrastinate-items", type=int, default=1_000,
             help="jobs per run for Procrastinate, which is slow here (default 1,000)",
+        )
+        parser.add_argument(
+            "--single-items", type=int, default=2_000,
+            help="single submits per run for bench_enqueue's rows (single, bulk, append_many; 0 leaves them out)",
         )
 
     args = parse_args("async no-op throughput: vardiya Worker vs PgQueuer, Procrastinate, Huey", default_items=20_000, extra=extra)

@@ -269,7 +269,8 @@ def bench(target: Scratch, args: Any) -> None:
     if target.backend == "postgresql":
         peer, goal, available = "PgQueuer", BULK_PG_TARGET, peer_available("pgqueuer") and peer_available("asyncpg")
         if available:
-            pgqueuer_install(target)
+            if not getattr(args, "pgqueuer_installed", False):  # bench_async installed it already
+                pgqueuer_install(target)
             single.append(pgqueuer_case(target, args.items, bulk=False))
             bulk.append(pgqueuer_case(target, args.bulk_items, bulk=True))
     else:

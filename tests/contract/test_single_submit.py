@@ -8,7 +8,9 @@ connection given back as it was taken.
 
 from __future__ import annotations
 
+import pickle
 import select
+import threading
 import time
 
 import psycopg
@@ -16,6 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from vardiya.app import App
+from vardiya.clock import VirtualClock
 from vardiya.errors import InvalidInput, StoreError, StoreUnavailable
 from vardiya.invoke.invoker import Invoker
 from vardiya.store import ItemState, Store
@@ -80,6 +83,7 @@ def test_a_failing_statement_is_a_store_error_and_the_connection_goes_back_clean
         statement.run(lambda cursor: cursor.execute("SELECT * FROM no_such_table"))
     assert not isinstance(raised.value, StoreUnavailable)
     assert "\n" not in str(raised.value)
+
     # The pooled connection is back out of autocommit: a rolled-back transaction leaves nothing.
     def rolled_back() -> None:
         with store.transaction() as connection:
@@ -123,3 +127,73 @@ def test_a_connection_the_server_dropped_is_unavailable_then_replaced(store: Sto
     else:
         pytest.fail("the single submit never got a working connection again")
     assert store.items.get(handle.id) is not None
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_single_statements_share_one_generic_plan_connection_and_a_busy_one_falls_back_to_the_pool(
+    store: Store,
+) -> None:
+    statement = PostgresStatement(store.engine, store.target)
+
+    def session(cursor: psycopg.Cursor) -> tuple[int, str]:
+        row = cursor.execute("SELECT pg_backend_pid(), current_setting('plan_cache_mode')").fetchone()
+        assert row is not None
+        return row[0], row[1]
+
+    first = statement.run(session)
+    assert first[1] == "force_generic_plan"
+    assert statement.run(session) == first  # the same connection, not a checkout per call
+    inside = threading.Event()
+    release = threading.Event()
+    seen: list[tuple[int, str]] = []
+
+    def hold(cursor: psycopg.Cursor) -> None:
+        seen.append(session(cursor))
+        inside.set()
+        release.wait(10)
+
+    holder = threading.Thread(target=statement.run, args=(hold,))
+    holder.start()
+    try:
+        assert inside.wait(10)
+        other = statement.run(session)  # the own connection is busy: a pooled one, the store's settings
+    finally:
+        release.set()
+        holder.join(10)
+    assert seen == [first]
+    assert other[0] != first[0] and other[1] == "force_custom_plan"
+    store.engine.dispose()  # the own connection is closed with the engine and made again after it
+    again = statement.run(session)
+    assert again[0] != first[0] and again[1] == "force_generic_plan"
+
+
+class _SteppingClock(VirtualClock):
+    """A virtual clock whose monotonic time moves ``step`` seconds at each read: every call waits."""
+
+    def __init__(self, step: float) -> None:
+        super().__init__()
+        self._step = step
+        self._reads = 0
+
+    def monotonic(self) -> float:
+        self._reads += 1
+        return self._reads * self._step
+
+
+def test_the_caller_wait_tally_stays_bounded_however_many_records_are_submitted(store: Store) -> None:
+    """A long-lived process that submits and appends must not keep one entry per record (issue 19)."""
+    app = _app()
+    app.handler("s", model="stream")(lambda records, context: None)
+    invoker = Invoker(store, app, clock=_SteppingClock(0.002))
+    invoker.submit("h", {"n": 0})
+    invoker.append("s", {"n": 0})
+    small = len(pickle.dumps(invoker._waits))
+    for n in range(200):
+        invoker.submit("h", {"n": n})
+    invoker.submit_many("h", [{"n": n} for n in range(300)])
+    invoker.append_many("s", [{"n": n} for n in range(300)])
+    assert len(pickle.dumps(invoker._waits)) == small
+    # The mean is what the per-record list gave: 201 single submits of 2 ms each (one step between
+    # the two reads of each) and 300 records sharing one 2 ms bulk submit.
+    assert invoker.metrics("h").caller_wait_ms == pytest.approx((201 * 2.0 + 2.0) / 501)
+    assert invoker.metrics("s").caller_wait_ms == pytest.approx((2.0 + 2.0) / 301)

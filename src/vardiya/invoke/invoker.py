@@ -82,7 +82,9 @@ _FITS = {
 
 
 def _refuse_model(handler: Handler, why: str) -> NoReturn:
-    raise InvalidInput(f"handler {handler.name!r} is a {handler.model.value} handler: {why}; use {_FITS[handler.model]}")
+    raise InvalidInput(
+        f"handler {handler.name!r} is a {handler.model.value} handler: {why}; use {_FITS[handler.model]}"
+    )
 
 
 def _given_keys(what: str, records: list[Any], keys: Iterable[str | None] | None) -> list[str | None]:
@@ -216,6 +218,9 @@ class Invoker:
         self.handlers = handlers_of(handlers)
         self.clock = clock or (store.clock if store is not None else SystemClock())
         self._tallies: dict[str, Tally] = {}
+        #: Per handler, the caller's wait over its async and stream records: [total ms, records].
+        #: Two numbers, not one entry per record: a long-lived process that submits keeps a bounded
+        #: tally (``metrics`` reports only the mean).
         self._waits: dict[str, list[float]] = {}
 
     def handler(self, name: str) -> Handler:
@@ -228,8 +233,15 @@ class Invoker:
 
     def _wait(self, name: str, began: float, records: int) -> None:
         """Record the caller's wait: a bulk submit or append shares its time among its records."""
-        each = (self.clock.monotonic() - began) * 1000.0 / max(1, records)
-        self._waits.setdefault(name, []).extend([each] * records)
+        if records <= 0:
+            return
+        waited = (self.clock.monotonic() - began) * 1000.0
+        tally = self._waits.get(name)
+        if tally is None:
+            self._waits[name] = [waited, float(records)]
+        else:
+            tally[0] += waited
+            tally[1] += records
 
     # -- sync ---------------------------------------------------------------------------------------
 
@@ -358,9 +370,7 @@ class Invoker:
         """
         return self.append_many(name, [record], keys=[key])[0]
 
-    def append_many(
-        self, name: str, records: Iterable[Any], *, keys: Iterable[str | None] | None = None
-    ) -> list[int]:
+    def append_many(self, name: str, records: Iterable[Any], *, keys: Iterable[str | None] | None = None) -> list[int]:
         """Append records in order (each checked before any is stored, ``check_appends``); returns their
         offsets."""
         handler = self.handler(name)
@@ -398,5 +408,5 @@ class Invoker:
         if handler.model is Model.SYNC:
             return self._tallies.get(name, Tally()).metrics(handler, prices)
         waits = self._waits.get(name)
-        wait = sum(waits) / len(waits) if waits else None
+        wait = waits[0] / waits[1] if waits else None
         return store_metrics(self._store("metrics"), handler, prices=prices, caller_wait_ms=wait)
