@@ -9,13 +9,13 @@ runs from a record's arrival to its final outcome (success or dead letter).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..rules.calls import CallOutcome
+from ..store.handler_figures import nearest_rank_position
 from .handlers import Handler, Model
 
 if TYPE_CHECKING:
@@ -40,8 +40,7 @@ def percentile(values: Sequence[float], share: float) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    rank = max(1, math.ceil(share * len(ordered)))
-    return float(ordered[rank - 1])
+    return float(ordered[nearest_rank_position(len(ordered), share) - 1])
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -41,6 +41,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
+from ..store.handler_figures import nearest_rank_position
 from ..store.ledger import LedgerSample
 from ..store.records import LedgerStatus
 from .closed import not_done
@@ -148,8 +149,7 @@ def nearest_rank(ordered: Sequence[float], percent: float) -> float:
         raise InvalidInput(f"a percentile must be in (0, 100], got {percent!r}")
     if not ordered:
         return 0.0
-    rank = math.ceil(percent / 100 * len(ordered))
-    return float(ordered[max(rank, 1) - 1])
+    return float(ordered[nearest_rank_position(len(ordered), percent / 100) - 1])
 
 
 class _SlotTally:

@@ -27,7 +27,7 @@ from .url import Backend
 if TYPE_CHECKING:
     from .api import Store
 
-__all__ = ["CallTotals", "HandlerFigureReads", "ItemTotals", "StreamTotals", "nearest_rank"]
+__all__ = ["CallTotals", "HandlerFigureReads", "ItemTotals", "StreamTotals", "nearest_rank_position"]
 
 _FINISHED = (ItemState.SUCCEEDED, ItemState.DEAD)
 
@@ -78,8 +78,11 @@ class StreamTotals(NamedTuple):
     latency_p99_ms: int | None
 
 
-def nearest_rank(count: int, share: float) -> int:
-    """The 1-based rank of the nearest-rank percentile ``share`` among ``count`` values (``count`` >= 1)."""
+def nearest_rank_position(count: int, share: float) -> int:
+    """The 1-based rank of the nearest-rank percentile ``share`` among ``count`` values (``count`` >= 1).
+
+    The one rank rule of every percentile vardiya reports: here in SQL, ``slots.report.nearest_rank``
+    and ``invoke.metrics.percentile`` over values in memory."""
     return max(1, math.ceil(share * count))
 
 
@@ -100,7 +103,7 @@ def _ranked(query: sa.Select[int], value: sa.ColumnElement[int], count: int) -> 
     """The nearest-rank p99 of the ``count`` values ``query`` gives: the ``count - rank + 1``-th largest
     (the same value as the ``rank``-th smallest, ties included). Counting from the top keeps the sort
     to the top 1 % (a bounded top-N sort on both backends) instead of ordering every value."""
-    above = count - nearest_rank(count, 0.99)
+    above = count - nearest_rank_position(count, 0.99)
     return query.order_by(value.desc()).offset(above).limit(1)
 
 
