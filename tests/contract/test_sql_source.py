@@ -393,3 +393,32 @@ def test_same_database_is_recognised_through_url_spellings(
 
     assert make_source(spelling, "users").shares_database_with(store)
     assert not make_source(f"sqlite:///{Path.cwd() / 'elsewhere.db'}", "users").shares_database_with(store)
+
+
+def test_a_row_that_replaced_a_settled_one_is_selected_although_the_counts_match(
+    store: Store, users: Setup, make_source: MakeSource
+) -> None:
+    """A slot with as many settled rows as ids is not settled when one of those rows is a deleted id's."""
+    scheme = SlotScheme(slots=24)
+    slot_ids = [r for r in IDS if scheme.slot_of(r) == 5]
+    store.ledger.mark(JOB, PERIOD, [LedgerEntry(record=r, status=LedgerStatus.DONE, slot=5) for r in slot_ids])
+    source = make_source(users.url, "users", chunk_size=CHUNK)
+
+    def selected() -> list[int]:
+        return list(source.records(
+            store=store, job=JOB, scheme=scheme, period=PERIOD, slot=5, give_up_after=None, limit=None
+        ))
+
+    assert selected() == []
+    newcomer = next(r for r in range(10_000, 20_000) if scheme.slot_of(r) == 5)
+    engine = user_engine(users.url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(sa.text("DELETE FROM users WHERE id = :id"), {"id": slot_ids[0]})
+            connection.execute(sa.text("INSERT INTO users (id, name) VALUES (:id, 'new')"), {"id": newcomer})
+    finally:
+        engine.dispose()
+    assert selected() == [newcomer]  # the same source object, which counted the slot before
+    assert list(make_source(users.url, "users", chunk_size=CHUNK).records(
+        store=store, job=JOB, scheme=scheme, period=PERIOD, slot=5, give_up_after=None, limit=None
+    )) == [newcomer]

@@ -8,7 +8,9 @@ can name them (``vardiya slots report``, ``vardiya status``, the ``vardiya_slot_
 gauge) and ``vardiya slots backfill`` can run exactly them.
 
 Counting asks the job's source for each slot's not-done records (the ledger anti-join, given-up
-records included): the same question a tick asks, so the count is what a backfill would run.
+records included): the same question a tick asks, so the count is what a backfill would run. A
+source that can count a period at once (``sources.OpenCounts``: the in-memory source, which keeps
+each slot's open records under the ledger's change marker) is asked that way.
 ``closed_periods`` is pure; the rest reads the store and the source, never writes.
 """
 
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .job import SlotJob
 from .scheme import Period, SlotScheme
+from .sources import OpenCounts
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -92,6 +95,8 @@ def closed_periods(job: SlotJob, now: datetime, since: datetime | None, *, limit
 def not_done_counts(store: Store, job: SlotJob, period: Period) -> tuple[int, ...]:
     """How many records of each slot are not done in ``period`` (never run, or failed; given up too)."""
     scheme = job.scheme_for(period)
+    if isinstance(job.source, OpenCounts):
+        return job.source.open_counts(store=store, job=job.name, scheme=scheme, period=period.key, give_up_after=None)
     return tuple(
         sum(
             1

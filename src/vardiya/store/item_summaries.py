@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from .records import ItemState
 from .schema import work_items
+from .url import Backend
 
 if TYPE_CHECKING:
     from .api import Store
@@ -23,6 +24,24 @@ __all__ = ["READY_STATES", "DueItem", "FinishedItem", "ItemFigures", "ItemSummar
 
 #: The states an item can be claimed from once its ``run_after`` has passed.
 READY_STATES = (ItemState.PENDING, ItemState.FAILED)
+
+# SQLite counts the unfinished states through the partial indexes that hold only them (schema.py), in
+# their own words: a bound ``state IN (?, ?)`` cannot prove an index's WHERE, and without INDEXED BY
+# and ``+kind`` (no index order wanted for the GROUP BY) the planner walks every item in (kind, key)
+# order instead, finished ones included: 160 ms against under 1 ms on 100,000 succeeded items.
+_READY_SQL = f"state IN ('{ItemState.PENDING.value}', '{ItemState.FAILED.value}')"
+_SQLITE_UNFINISHED = tuple(
+    f"SELECT kind, state, count(*) FROM work_items INDEXED BY {index} WHERE {where} GROUP BY +kind, +state"
+    for index, where in (
+        ("ix_work_items_ready", _READY_SQL),
+        ("ix_work_items_leased", f"state = '{ItemState.RUNNING.value}'"),
+        ("ix_work_items_dead", f"state = '{ItemState.DEAD.value}'"),
+    )
+)
+_SQLITE_DUE = (
+    "SELECT kind, count(*) FROM work_items INDEXED BY ix_work_items_ready "
+    f"WHERE {_READY_SQL} AND run_after <= :due_by GROUP BY +kind"
+)
 
 
 class DueItem(NamedTuple):
@@ -63,21 +82,43 @@ class ItemSummaries:
     _store: Store
 
     def counts_by_kind(self) -> dict[tuple[str, ItemState], int]:
-        """How many items of each kind are in each state (pairs with no item left out)."""
+        """How many items of each kind are in each state (pairs with no item left out).
+
+        On SQLite, in one read transaction (one snapshot): the items per kind from the (kind, key)
+        index, the unfinished states from their partial indexes, and ``succeeded`` the rest; the
+        GROUP BY over every row it replaces read the whole table. PostgreSQL has no (kind, key) index
+        to count from and scans the table either way, so it keeps the one GROUP BY.
+        """
         c = work_items.c
         with self._store.reading() as connection:
-            rows = connection.execute(sa.select(c.kind, c.state, sa.func.count()).group_by(c.kind, c.state))
-            return {(kind, ItemState(state)): count for kind, state, count in rows}
+            if self._store.backend is not Backend.SQLITE:
+                rows = connection.execute(sa.select(c.kind, c.state, sa.func.count()).group_by(c.kind, c.state))
+                return {(kind, ItemState(state)): count for kind, state, count in rows}
+            totals: dict[str, int] = dict(connection.execute(sa.select(c.kind, sa.func.count()).group_by(c.kind)).all())
+            counts: dict[tuple[str, ItemState], int] = {}
+            for statement in _SQLITE_UNFINISHED:
+                for kind, state, count in connection.exec_driver_sql(statement):
+                    counts[(kind, ItemState(state))] = count
+        unfinished: dict[str, int] = {}
+        for (kind, _state), count in counts.items():
+            unfinished[kind] = unfinished.get(kind, 0) + count
+        for kind, total in totals.items():
+            if total > unfinished.get(kind, 0):
+                counts[(kind, ItemState.SUCCEEDED)] = total - unfinished.get(kind, 0)
+        return counts
 
     def due_by_kind(self, due_by: datetime) -> dict[str, int]:
-        """How many ready items of each kind were due at or before ``due_by``."""
+        """How many ready items of each kind were due at or before ``due_by`` (SQLite: the ready index)."""
         c = work_items.c
-        query = (
-            sa.select(c.kind, sa.func.count())
-            .where(c.state.in_(READY_STATES), c.run_after <= due_by)
-            .group_by(c.kind)
-        )
         with self._store.reading() as connection:
+            if self._store.backend is Backend.SQLITE:
+                due = sa.text(_SQLITE_DUE).bindparams(sa.bindparam("due_by", due_by, type_=c.run_after.type))
+                return dict(connection.execute(due).all())
+            query = (
+                sa.select(c.kind, sa.func.count())
+                .where(c.state.in_(READY_STATES), c.run_after <= due_by)
+                .group_by(c.kind)
+            )
             return dict(connection.execute(query).all())
 
     def due_items(self, due_by: datetime, *, limit: int) -> list[DueItem]:

@@ -26,6 +26,7 @@ from ..errors import InvalidInput
 from ..limits import PERIOD_MAX, check_key, check_name
 from .claims import RecordClaims
 from .hot import _LEDGER_COLUMNS, HotSQL, hot_sql
+from .ledger_changes import LedgerChanges
 from .records import LedgerEntry, LedgerRow, LedgerStatus, record_key
 from .schema import ledger
 from .url import Backend
@@ -37,6 +38,8 @@ __all__ = ["ROW_COLUMNS", "Ledger", "LedgerSample", "PeriodFigures"]
 
 #: Records per transaction for bulk marks and per IN-list for lookups.
 CHUNK_SIZE = 1_000
+#: Durations the ledger keeps of the periods' figures it read (``period_figures``), over all periods.
+FIGURES_KEPT_MAX = 2_000_000
 _DONE = LedgerStatus.DONE.value
 
 #: The fields of a prepared row, in order: the parameters of the upsert in ``hot.py``.
@@ -160,6 +163,11 @@ class Ledger:
         self._generic_plans = store.backend is Backend.POSTGRESQL
         #: Which run holds which records while a tick runs (``claims.py``).
         self.claims = RecordClaims(store)
+        #: The per-slot change tokens every write below sets (``ledger_changes.py``).
+        self.changes = LedgerChanges(store)
+        # (job, period, slots, named) -> (the period's markers read before the rows, its figures)
+        self._figures: dict[tuple[str, str, int, int], tuple[dict[int, int], PeriodFigures]] = {}
+        self._figures_size = 0
 
     def mark(self, job: str, period: str, entries: Iterable[LedgerEntry], *, chunk_size: int = CHUNK_SIZE) -> int:
         """Record outcomes for many records, one transaction per chunk; returns how many were marked.
@@ -227,6 +235,7 @@ class Ledger:
             if self._generic_plans:
                 connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
             connection.exec_driver_sql(self._hot.ledger_upsert, rows)
+            self.changes.touch(connection, {(row[0], row[1], row[3]) for row in rows})
             if release is not None:
                 self.claims.release(*release, connection=connection)
         return len(rows)
@@ -249,6 +258,7 @@ class Ledger:
         c = ledger.c
         deleted = 0
         with self._store.transaction() as connection:
+            self.changes.touch_period(connection, job, period)
             if records is None:
                 return connection.execute(sa.delete(ledger).where(c.job == job, c.period == period)).rowcount
             for chunk in _chunks((record_key(r) for r in records), CHUNK_SIZE):
@@ -349,6 +359,26 @@ class Ledger:
                 ).scalars()
             )
 
+    def settled_by_slot(self, job: str, period: str, *, give_up_after: int | None = None) -> dict[int | None, set[str]]:
+        """The ledger keys of a period's settled records, by slot (None: rows marked without a slot).
+
+        One index-only read of the period, for a reader that needs most of its slots at once (a report
+        with nothing kept yet): per slot, ``settled_in_slot`` would read the rows marked without a slot
+        once per slot.
+        """
+        c = ledger.c
+        found: dict[int | None, set[str]] = {}
+        with self._store.reading() as connection:
+            rows = connection.execute(
+                sa.select(c.slot, c.record).where(c.job == job, c.period == period, self._settled(give_up_after))
+            )
+            for slot, record in rows:
+                keys = found.get(slot)
+                if keys is None:
+                    keys = found[slot] = set()
+                keys.add(record)
+        return found
+
     def count_settled(
         self,
         job: str,
@@ -421,6 +451,30 @@ class Ledger:
             )
 
     def period_figures(self, job: str, period: str, slots: int, *, named: int = 12) -> PeriodFigures:
+        """The per-slot figures of a period for the ledger report (``_read_figures``), kept per period.
+
+        A period's figures change only when its ledger rows do, and every such write sets the
+        period's change markers (``ledger_changes.py``); so the figures read under markers that are
+        still the period's markers now are the figures now. A closed period (the dashboard's history,
+        a report run twice) costs one indexed read of its markers; the current period is read again
+        after each tick. At most ``FIGURES_KEPT_MAX`` durations are kept over all periods.
+        """
+        tokens = self.changes.markers(job, period)  # before the rows: a write after it changes them
+        key = (job, period, slots, named)
+        kept = self._figures.get(key)
+        if kept is not None and kept[0] == tokens:
+            return kept[1]
+        figures = self._read_figures(job, period, slots, named)
+        size = sum(len(each) for each in figures.durations)
+        if self._figures_size + size > FIGURES_KEPT_MAX:
+            self._figures.clear()
+            self._figures_size = 0
+        if size <= FIGURES_KEPT_MAX:
+            self._figures[key] = (tokens, figures)
+            self._figures_size += size
+        return figures
+
+    def _read_figures(self, job: str, period: str, slots: int, named: int) -> PeriodFigures:
         """The per-slot figures of a period for the ledger report, in three queries.
 
         The counts (all rows, failed rows, by slot and status) are one grouped count, index-only on

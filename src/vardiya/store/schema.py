@@ -20,6 +20,7 @@ __all__ = [
     "attempts",
     "dedup_keys",
     "ledger",
+    "ledger_changes",
     "ledger_claims",
     "ledger_failures",
     "metadata",
@@ -217,6 +218,23 @@ ledger_failures = sa.Table(
     sa.Column("traceback", sa.Text),
     # ``vardiya errors`` lists the newest first
     sa.Index("ix_ledger_failures_failed_at", "failed_at"),
+)
+
+# A change token per (job, period, slot) of the ledger (migration 0014): every transaction that writes
+# ledger rows sets the token of each slot it wrote (slot -1: rows marked without a slot) to a fresh
+# random value, and a reset sets every token of its period. So "has this slot's ledger changed since I
+# read it?" is one indexed read, exactly: a reader that read the token before the rows and finds it
+# again knows the rows are the same, which lets the sources keep a slot's open records between ticks
+# and the reports between requests instead of reading the slot's keys again (slots/sources.py).
+# Random, not a counter: a store recreated under the same URL cannot repeat a token a reader holds.
+ledger_changes = sa.Table(
+    "ledger_changes",
+    metadata,
+    sa.Column("job", sa.String(200), primary_key=True),
+    sa.Column("period", sa.String(64), primary_key=True),
+    sa.Column("slot", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("token", sa.BigInteger, nullable=False),
+    sqlite_with_rowid=False,
 )
 
 # Which run holds which records right now (migration 0008): a tick claims each chunk of records, with

@@ -65,6 +65,7 @@ from ..slots.chart import bar_chart_svg, report_chart_svg
 from ..slots.closed import CLOSED_PERIODS
 from ..slots.job import SlotJob
 from ..slots.report import LedgerReport, ledger_report
+from ..slots.sources import IterableSource
 from ..store import LedgerStatus, Store
 from ..store.failures import FailureFamily
 from ..store.pipeline_reads import PipelineReads
@@ -359,6 +360,8 @@ def slot_report_chart(report: LedgerReport) -> str:
 def slot_balance_document(app: App | None, job_name: str) -> dict[str, Any]:
     """``vardiya slots balance --json`` of the job's own ids (its source's) under its current scheme."""
     job = _slot_job(app, job_name)
+    if isinstance(job.source, IterableSource):
+        return job.source.balance(job.scheme).to_json()  # kept per scheme: the ids never change
     return balance(job.source.all_ids(), job.scheme).to_json()
 
 
