@@ -306,3 +306,26 @@ def test_the_overview_shows_what_is_paused_and_the_services_alive(dashboard: Das
     assert 'data-paused="validate"' in page and "vendor outage" in page
     assert 'data-service="worker-ui-1"' in page and "alive" in page
     assert dashboard.client.get("/api/status").json()["services_alive"] == 1
+
+
+def test_the_handlers_page_lists_the_dead_letters_a_page_at_a_time(
+    dashboard: Dashboard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vardiya.ui import pages
+
+    monkeypatch.setattr(pages, "LETTERS_PER_PAGE", 1)
+    ids = [each["id"] for each in dashboard.client.get("/api/dlq").json()["dead_letters"]]
+    assert len(ids) == 2
+
+    def listed(text: str) -> list[int]:
+        return [int(found) for found in re.findall(r'data-letter="(\d+)"', text)]
+
+    first = dashboard.client.get("/handlers", params={"handler": "validate"})
+    assert listed(first.text) == ids[:1] and "page 1 of 2" in first.text
+    assert 'href="/handlers?handler=validate&amp;letters_page=2" id="letters-next"' in first.text
+    assert "2 dead letter(s)" in first.text  # the total covers every page
+    second = dashboard.client.get("/handlers", params={"handler": "validate", "letters_page": 2})
+    assert listed(second.text) == ids[1:] and 'id="letters-previous"' in second.text
+    assert listed(dashboard.client.get("/handlers", params={"letters_page": 9}).text) == ids[1:]  # past the end: the last
+    bad = dashboard.client.get("/handlers", params={"letters_page": 0})
+    assert bad.status_code in (400, 422) and "letters_page" in bad.text

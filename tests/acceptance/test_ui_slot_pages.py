@@ -183,3 +183,29 @@ def test_next_ticks_start_at_the_schedulers_cursor_when_it_is_ahead_of_now(at_se
 def test_a_bad_job_page_request_is_refused_with_a_message(at_seven: Dashboard, path: str, status: int, said: str) -> None:
     answer = at_seven.client.get(path)
     assert answer.status_code == status and said in answer.text, answer.text
+
+
+def test_the_server_reads_the_closed_periods_once_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-up warm-up keeps the open records, so the first status reads no settled key again."""
+    from vardiya.service.status import status_report
+    from vardiya.store.ledger import Ledger
+
+    options = make_store(tmp_path)
+    reads: list[str] = []
+    for name in ("settled_in_slot", "settled_by_slot"):
+        real = getattr(Ledger, name)
+
+        def counted(self, *args, _real=real, _name=name, **kwargs):  # type: ignore[no-untyped-def]
+            reads.append(_name)
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(Ledger, name, counted)
+    app = load_app(options[3])
+    with open_store(options[1], create=False) as store:
+        guard = Guard.for_server(host="127.0.0.1", environment_token=TOKEN)
+        with TestClient(create_app(store, app, guard), base_url=BASE):
+            pass  # start-up and shut-down: the shut-down waits for the warm-up
+        assert reads, "the warm-up read no closed period"
+        warmed = len(reads)
+        assert status_report(store, app)["not_done"]  # the seeded day has never-done records
+        assert len(reads) == warmed

@@ -51,9 +51,11 @@ class OpenCounts(Protocol):
     """A source that counts a whole period's open records per slot faster than iterating them."""
 
     def open_counts(
-        self, *, store: Store, job: str, scheme: SlotScheme, period: str, give_up_after: int | None
+        self, *, store: Store, job: str, scheme: SlotScheme, period: str, give_up_after: int | None,
+        tokens: dict[int, int] | None = None, held: dict[str, str] | None = None,
     ) -> tuple[int, ...]:
-        """How many ids of each slot (``range(scheme.slots)``) ``records`` would yield now."""
+        """How many ids of each slot (``range(scheme.slots)``) ``records`` would yield now; ``tokens``
+        (the period's ledger markers) and ``held`` (its live claims) when already read, markers first."""
         ...
 
 
@@ -154,15 +156,19 @@ class IterableSource:
         return islice(free, limit) if limit is not None else free
 
     def open_counts(
-        self, *, store: Store, job: str, scheme: SlotScheme, period: str, give_up_after: int | None
+        self, *, store: Store, job: str, scheme: SlotScheme, period: str, give_up_after: int | None,
+        tokens: dict[int, int] | None = None, held: dict[str, str] | None = None,
     ) -> tuple[int, ...]:
         """How many of each slot's records ``records`` would yield now: one marker read, one claims read.
 
         The reports' question for a whole period (``slots/closed.py``), answered from the kept open
-        records when the period's ledger has not changed.
+        records when the period's ledger has not changed. ``tokens`` and ``held`` are the period's
+        markers and live claims when the caller read them for many periods at once (markers first).
         """
-        tokens = store.ledger.changes.markers(job, period)
-        held = store.ledger.claims.held(job, period, store.clock.now())
+        if tokens is None:
+            tokens = store.ledger.changes.markers(job, period)
+        if held is None:
+            held = store.ledger.claims.held(job, period, store.clock.now())
         grouped = self._slots(scheme)
         stale = [
             slot for slot in range(scheme.slots)

@@ -179,6 +179,18 @@ class RecordClaims:
         with self._store.reading() as connection:
             return dict(connection.execute(query).all())
 
+    def held_of(self, job: str, periods: Sequence[str], now: datetime) -> dict[str, dict[str, str]]:
+        """``held`` of several periods of a job in one read (a period with no live claim maps to {})."""
+        c = ledger_claims.c
+        found: dict[str, dict[str, str]] = {period: {} for period in periods}
+        query = sa.select(c.period, c.record, c.owner).where(
+            c.job == job, c.period.in_(list(periods)), c.lease_until > now
+        )
+        with self._store.reading() as connection:
+            for period, record, owner in connection.execute(query):
+                found[period][record] = owner
+        return found
+
     @staticmethod
     def free_clause(job: str, period: str, record_column: sa.ColumnElement[Any], now: datetime) -> sa.ColumnElement[bool]:
         """A SQL condition "no live claim holds this record at ``now``", for a source query in the store's database."""

@@ -72,13 +72,26 @@ def overview_fragment(request: Request) -> HTMLResponse:
     return _page(request, "_overview.html", status=reports.status_document(ui.store, ui.app))
 
 
+#: Dead letters a page of ``/handlers`` lists (the totals, the redrive and the purge cover them all).
+LETTERS_PER_PAGE = 100
+
+
 @router.get("/handlers", response_class=HTMLResponse)
-def handlers(request: Request, chosen: Annotated[LetterFilter, Depends(letter_filter)]) -> HTMLResponse:
-    """Per-handler metrics and the dead letters, filtered as ``vardiya dlq list`` filters them."""
+def handlers(
+    request: Request, chosen: Annotated[LetterFilter, Depends(letter_filter)],
+    letters_page: Annotated[int, Query(ge=1, le=ID_MAX, description="which page of the dead letters")] = 1,
+) -> HTMLResponse:
+    """Per-handler metrics and the dead letters, filtered as ``vardiya dlq list`` filters them, a page
+    of ``LETTERS_PER_PAGE`` at a time (a thousand table rows made the page's HTML the slow part)."""
     ui = context_of(request)
+    letters = reports.dead_letters_document(ui.store, chosen)
+    pages = max(1, -(-letters["total"] // LETTERS_PER_PAGE))
+    shown = min(letters_page, pages)
+    first = (shown - 1) * LETTERS_PER_PAGE
     return _page(
         request, "handlers.html", page="handlers", handlers=reports.handlers_document(ui.store, ui.app)["handlers"],
-        letters=reports.dead_letters_document(ui.store, chosen), chosen=chosen,
+        letters=letters, shown_letters=letters["dead_letters"][first : first + LETTERS_PER_PAGE],
+        letters_page=shown, letters_pages=pages, first_letter=first + 1, chosen=chosen,
         query=urlencode(chosen.query(), doseq=True),
     )
 

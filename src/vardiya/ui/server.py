@@ -25,6 +25,7 @@ from fastapi.staticfiles import StaticFiles
 from .. import __version__
 from ..app import App
 from ..errors import StoreError, VardiyaError
+from ..service.status import status_report
 from ..store import Store
 from . import api, pages
 from .context import UiContext
@@ -44,6 +45,13 @@ _HEADERS = {
 }
 
 
+def _warm(store: Store, app: App | None) -> None:
+    """Read the overview's status once, so what it keeps (``IterableSource``'s open records, the
+    ledger's period figures) is there before the first request; a failure is the first request's."""
+    with contextlib.suppress(VardiyaError):
+        status_report(store, app)
+
+
 def _wants_html(request: Request) -> bool:
     return not request.url.path.startswith("/api/")
 
@@ -55,7 +63,11 @@ def create_app(store: Store, app: App | None, guard: Guard, *, root: Path | None
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: FastAPI) -> AsyncIterator[None]:
+        # The first status of a big store reads its closed periods' settled keys once (seconds on a
+        # million ledger rows); done at start, the operator's first page finds them kept.
+        warming = asyncio.create_task(asyncio.to_thread(_warm, store, app))
         yield
+        await warming
         # A rerun or resume still running finishes (and records its outcome) before the server stops:
         # a run cut off mid-wave would leave its run row open until the next run found it.
         await asyncio.to_thread(context.runs.wait)
