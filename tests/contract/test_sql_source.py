@@ -422,3 +422,40 @@ def test_a_row_that_replaced_a_settled_one_is_selected_although_the_counts_match
     assert list(make_source(users.url, "users", chunk_size=CHUNK).records(
         store=store, job=JOB, scheme=scheme, period=PERIOD, slot=5, give_up_after=None, limit=None
     )) == [newcomer]
+
+
+def test_a_settled_slot_is_known_by_its_fingerprint_without_selecting_its_ids(
+    store: Store, users: Setup, make_source: MakeSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scheme = SlotScheme(slots=24)
+    slot_ids = [r for r in IDS if scheme.slot_of(r) == 7]
+    source = make_source(users.url, "users", chunk_size=CHUNK)
+    store.ledger.mark(JOB, PERIOD, [LedgerEntry(record=r, status=LedgerStatus.DONE, slot=7) for r in slot_ids[1:]])
+    store.ledger.mark(JOB, PERIOD, [LedgerEntry(record=99_999_999, status=LedgerStatus.DONE, slot=7)])  # not an id
+    # as many settled rows as ids, one of them a stranger's: the fingerprints differ, the ids are selected
+    assert store.ledger.count_settled(JOB, PERIOD, 7) == len(slot_ids)
+    predicate = source._slot_predicate(scheme, 7)
+    assert source._fingerprint(predicate) != store.ledger.settled_fingerprint(JOB, PERIOD, 7)
+    assert list(source.records(
+        store=store, job=JOB, scheme=scheme, period=PERIOD, slot=7, give_up_after=None, limit=None
+    )) == slot_ids[:1]
+    store.ledger.reset(JOB, PERIOD, [99_999_999])
+    store.ledger.mark(JOB, PERIOD, [LedgerEntry(record=slot_ids[0], status=LedgerStatus.DONE, slot=7)])
+    assert source._fingerprint(predicate) == store.ledger.settled_fingerprint(JOB, PERIOD, 7)
+
+    def no_select(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a settled slot's ids were selected")
+
+    monkeypatch.setattr(source, "_stream", no_select)
+    assert list(source.records(
+        store=store, job=JOB, scheme=scheme, period=PERIOD, slot=7, give_up_after=None, limit=None
+    )) == []
+
+
+def test_a_ledger_key_that_is_no_integer_never_matches_integer_ids(store: Store) -> None:
+    store.ledger.mark(JOB, PERIOD, [LedgerEntry(record=r, status=LedgerStatus.DONE, slot=3) for r in (3, 27)])
+    numeric = store.ledger.settled_fingerprint(JOB, PERIOD, 3)
+    assert numeric[:2] == (2, 2)
+    store.ledger.mark(JOB, PERIOD, [LedgerEntry(record="meter-a", status=LedgerStatus.DONE, slot=3)])
+    found = store.ledger.settled_fingerprint(JOB, PERIOD, 3)
+    assert found[0] == 3 and found != numeric

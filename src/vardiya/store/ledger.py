@@ -26,6 +26,7 @@ from ..errors import InvalidInput
 from ..limits import PERIOD_MAX, check_key, check_name
 from .claims import RecordClaims
 from .hot import _LEDGER_COLUMNS, HotSQL, hot_sql
+from .id_fingerprints import Fingerprint, fingerprint_columns, fingerprint_of
 from .ledger_changes import LedgerChanges
 from .records import LedgerEntry, LedgerRow, LedgerStatus, record_key
 from .schema import ledger
@@ -378,6 +379,26 @@ class Ledger:
                     keys = found[slot] = set()
                 keys.add(record)
         return found
+
+    def settled_fingerprint(self, job: str, period: str, slot: int, *, give_up_after: int | None = None) -> Fingerprint:
+        """The ``id_fingerprints`` fingerprint of one slot's settled records (rows marked with the slot).
+
+        One aggregate over the slot's rows of ``ix_ledger_job_period_slot``. The keys of an integer
+        source's job are integers' text (``record_key``). On PostgreSQL any other key counts as a row
+        but not as an id (its cast would fail); SQLite reads a key by its leading digits (``'12x'`` as
+        12, ``'x'`` as 0), which only a job whose source changed from string to integer ids can hold,
+        and checking each key's text tripled the aggregate's cost (36 against 90 ms a 41,667-row slot).
+        """
+        c = ledger.c
+        if self._store.backend is Backend.POSTGRESQL:
+            numeric = sa.case((c.record.regexp_match("^-?[0-9]{1,18}$"), sa.cast(c.record, sa.BigInteger)))
+        else:
+            numeric = sa.cast(c.record, sa.Integer)
+        query = sa.select(*fingerprint_columns(numeric)).where(
+            c.job == job, c.period == period, c.slot == slot, self._settled(give_up_after)
+        )
+        with self._store.reading() as connection:
+            return fingerprint_of(connection.execute(query).one())
 
     def count_settled(
         self,
