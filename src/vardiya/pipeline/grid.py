@@ -281,16 +281,14 @@ def _task_rects(layout: _Layout, drawn: list[str], marked: set[int]) -> list[str
     The grid's hot loop (one element per task): what depends on the task alone is in the layout, and
     the attributes that depend only on the state and the stale mark are made once per pair.
     """
-    styles: dict[tuple[str, bool], tuple[str, str, str]] = {}
-    rects: list[str] = []
-    for task, (head, box, tooltip) in enumerate(zip(layout.heads, layout.boxes, layout.tooltips, strict=True)):
-        state, marked_stale = drawn[task], task in marked
-        style = styles.get((state, marked_stale))
-        if style is None:
-            style = styles[state, marked_stale] = _rect_style(state, marked_stale)
-        before, after, note = style
-        rects.append(f"{head}{before}{box}{after}{tooltip}{note}</title></rect>")
-    return rects
+    styles = {(state, flag): _rect_style(state, flag) for state in set(drawn) for flag in (False, True)}
+    return [
+        f"{head}{before}{box}{after}{tooltip}{note}</title></rect>"
+        for head, box, tooltip, (before, after, note) in zip(
+            layout.heads, layout.boxes, layout.tooltips,
+            [styles[state, task in marked] for task, state in enumerate(drawn)], strict=True,
+        )
+    ]
 
 
 def _rect_style(state: str, marked_stale: bool) -> tuple[str, str, str]:

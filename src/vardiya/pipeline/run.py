@@ -140,7 +140,7 @@ def _done(graph: TaskGraph, records: Mapping[str, TaskCheckpoint], root: str) ->
             record = records.get(names[task])
             if record is None or record.state is not succeeded:
                 continue
-            if record.output_path is None:
+            if not record.has_output:
                 done.add(task)  # it returned None: there is no file to look for
             elif os.path.exists(task_output_path(root, graph.pipeline, stage.name, keys[task])):
                 done.add(task)
@@ -356,7 +356,7 @@ def _plan(store: Store, graph: TaskGraph, options: RunOptions, *, clock: Clock |
     done = _done(graph, records, root_text)
     without_output = {
         name for name, record in records.items()
-        if record.materialized_run_id is not None and record.output_path is None
+        if record.materialized_run_id is not None and not record.has_output
     }
     invalidate: list[str] = []
     if rerun_task is not None:

@@ -55,8 +55,9 @@ class TaskCheckpoint(NamedTuple):
     """
 
     state: TaskState
-    #: Where its current output is (None: it produced none, or never succeeded).
-    output_path: str | None
+    #: Whether its current output has a file (False: it produced none, or never succeeded). The plan
+    #: looks for the file where the stage writes it, so the path itself is not read.
+    has_output: bool
     #: The run that materialized its current output (None: none did).
     materialized_run_id: int | None
 
@@ -192,21 +193,21 @@ class PipelineReads:
             t.pipeline == self.pipeline
         )
         with self._store.reading() as connection:
-            return {task: (states[state], run_id) for task, state, run_id in connection.execute(query)}
+            rows = connection.execute(query).all()  # one fetch: psycopg's row-by-row fetch costs more than the row
+        return {task: (states[state], run_id) for task, state, run_id in rows}
 
     def checkpoints(self) -> dict[str, TaskCheckpoint]:
-        """Every task of the pipeline that has a row, by name: its state, its output's path and the run
-        that materialized it. What a run's plan (and the resume preview) reads, in one query."""
+        """Every task of the pipeline that has a row, by name: its state, whether its output has a file
+        and the run that materialized it. What a run's plan (and the resume preview) reads, in one query."""
         t = pipeline_tasks.c
         states = {state.value: state for state in TaskState}
-        query = sa.select(t.task, sa.type_coerce(t.state, sa.String), t.output_path, t.materialized_run_id).where(
+        has_output = sa.case((t.output_path.is_(None), 0), else_=1)  # 0 or 1 on both backends
+        query = sa.select(t.task, sa.type_coerce(t.state, sa.String), has_output, t.materialized_run_id).where(
             t.pipeline == self.pipeline
         )
         with self._store.reading() as connection:
-            return {
-                task: TaskCheckpoint(states[state], path, run_id)
-                for task, state, path, run_id in connection.execute(query)
-            }
+            rows = connection.execute(query).all()  # one fetch, as in task_states
+        return {task: TaskCheckpoint(states[state], flag == 1, run_id) for task, state, flag, run_id in rows}
 
     def task(self, name: str) -> TaskRecord | None:
         """One task's row, or None when it was never planned."""

@@ -47,11 +47,7 @@ def task_rows(graph: TaskGraph, tasks: Mapping[str, str], stale: Sequence[str]) 
     ones marked: the ``tasks`` and ``stale`` of ``pipeline status --json``."""
     parts = graph.derived(_RowParts, _row_parts)
     heads, tails, marked = parts.heads, parts.tails, set(stale)
-    states: dict[str, str] = {}  # each state's cell, escaped once
-    rows = []
-    for task, state in tasks.items():
-        cell = states.get(state)
-        if cell is None:
-            cell = states[state] = f"</td><td data-state>{escape(state)}"
-        rows.append(f"{heads[task]}{_STALE if task in marked else ''}{cell}{tails[task]}")
-    return Markup("".join(rows))
+    cells = {state: f"</td><td data-state>{escape(state)}" for state in set(tasks.values())}  # each escaped once
+    return Markup("".join([
+        f"{heads[task]}{_STALE if task in marked else ''}{cells[state]}{tails[task]}" for task, state in tasks.items()
+    ]))
