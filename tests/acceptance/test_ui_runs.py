@@ -6,13 +6,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.acceptance.test_ui_api import Dashboard, _serving
 from tests.support.dashboard import TOKEN
+from vardiya.app import App
 from vardiya.errors import InvalidInput
+from vardiya.pipeline import Pipeline, Static, Unpartitioned, all_partitions, run_pipeline, same, task_impact
+from vardiya.store import Store
+from vardiya.ui import reports
 from vardiya.ui.runs import BackgroundRuns
 
 
@@ -205,3 +210,30 @@ def test_the_run_endpoints_are_in_the_openapi_document(dashboard: Dashboard) -> 
     assert "202" in paths["/api/pipelines/{name}/resume"]["post"]["responses"]
     assert "409" in paths["/api/pipelines/{name}/resume"]["post"]["responses"]
     assert "get" in paths["/api/runs/{run_id}"]
+
+
+def test_the_resume_previews_blast_radii_are_each_failed_tasks_impact(store: Store, tmp_path: Path) -> None:
+    """Counted once for the whole graph (``descendant_counts``), each one what ``pipeline impact`` says:
+    here through fan-out (every partition reads all of ``load``) and a report over every partition."""
+    keys = Static(keys=[f"p{number}" for number in range(6)])
+    built = Pipeline("fan")
+    built.stage(name="load", partitions=keys)(lambda context: [])
+    built.stage(name="mix", partitions=keys, depends_on={"load": all_partitions()})(lambda context: [])
+    built.stage(name="clean", partitions=keys, depends_on={"mix": same()})(lambda context: [])
+    built.stage(name="report", partitions=Unpartitioned(), depends_on={"clean": all_partitions()})(lambda context: [])
+    app = App("fan")
+    app.add_pipeline(built, root=str(tmp_path))
+    drills = ["load@p2", "clean@p4", "mix@p0"]
+    run_pipeline(store, built, root=tmp_path, inject_failure=drills)
+    document = reports.pipeline_resume_preview_document(store, app, "fan")
+    graph = reports.pipeline_graph(app, "fan")
+    assert [failed["task"] for failed in document["failed"]] == ["load@p2"]  # the others were blocked by it
+    assert document["failed"] == [{"task": "load@p2", "blast_radius": task_impact(graph, "load@p2").blast_radius}]
+    assert document["failed"][0]["blast_radius"] == 6 + 6 + 1
+    run_pipeline(store, built, root=tmp_path, tasks=["load@p0", "load@p1", "load@p2", "load@p3", "load@p4", "load@p5"])
+    run_pipeline(store, built, root=tmp_path, inject_failure=["clean@p4", "mix@p1"])
+    document = reports.pipeline_resume_preview_document(store, app, "fan")
+    assert document["failed"] == [
+        {"task": task, "blast_radius": task_impact(graph, task).blast_radius} for task in ("mix@p1", "clean@p4")
+    ]
+    assert [failed["blast_radius"] for failed in document["failed"]] == [2, 1]

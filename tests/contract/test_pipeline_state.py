@@ -211,6 +211,32 @@ def test_one_wave_records_ends_blocks_and_starts_together(store: Store, clock: V
     assert state.record(run_id) == []  # nothing to record
 
 
+def test_checkpoints_are_the_rows_state_output_and_materializing_run(store: Store, clock: VirtualClock) -> None:
+    """What a plan reads (``checkpoints``) says what the whole rows say, for every kind of row."""
+    state = PipelineState(store, "pair")
+    first = state.open_run({})
+    _succeed(state, first, "up@2026-01")  # an output file
+    started, = state.record(first, started=[("up@2026-02", 1)])
+    nothing = Output(path=None, fingerprint=EMPTY_FINGERPRINT, rows=0)  # the stage returned None
+    state.record(first, ended=[AttemptEnd(attempt_id=started, task="up@2026-02", finished_at=clock.now(), output=nothing)])
+    second = state.open_run({}, invalidate=["up@2026-01"])
+    attempt = state.start_attempt(second, "up@2026-01", 1)
+    state.fail(second, attempt, "up@2026-01", "boom")  # failed, its last good checkpoint kept
+    state.block(second, {"down@2026-01": "upstream up@2026-01 failed"})
+    state.record(second, started=[("down@2026-02", 1)])
+    rows = state.tasks()
+    assert state.checkpoints() == {
+        name: (row.state, row.output_path is not None, row.materialized_run_id) for name, row in rows.items()
+    }
+    assert state.checkpoints() == {
+        "up@2026-01": (TaskState.FAILED, True, first),
+        "up@2026-02": (TaskState.SUCCEEDED, False, first),
+        "down@2026-01": (TaskState.BLOCKED, False, None),
+        "down@2026-02": (TaskState.RUNNING, False, None),
+    }
+    assert PipelineState(store, "other").checkpoints() == {}
+
+
 def test_a_held_connection_still_commits_every_wave(store: Store, clock: VirtualClock) -> None:
     state = PipelineState(store, "pair")
     run_id = state.open_run({})

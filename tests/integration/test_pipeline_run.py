@@ -137,6 +137,19 @@ def test_a_failure_blocks_exactly_its_descendants_and_resume_runs_exactly_those(
     assert state.last_run().options["resumes"] == failed.run_id  # type: ignore[union-attr]
 
 
+def test_a_success_whose_output_file_is_gone_is_not_done_and_a_resume_runs_it_again(
+    store: Store, tmp_path: Path
+) -> None:
+    assert run_pipeline(store, pipeline, root=tmp_path).ok
+    task_output_path(tmp_path, "meters", "clean", "2026-03").unlink()  # the checkpoint says succeeded
+    preview = resume_preview(store, pipeline)
+    assert preview.to_run == ("clean@2026-03",) and preview.failed == ()
+    assert set(preview.skipped) == set(GRAPH.names) - {"clean@2026-03"}
+    assert resume(store, pipeline).ran == preview.to_run
+    assert task_output_path(tmp_path, "meters", "clean", "2026-03").exists()
+    assert resume_preview(store, pipeline).to_run == ()
+
+
 def test_rerun_runs_exactly_the_task_and_its_descendants_with_the_same_fingerprints(
     store: Store, tmp_path: Path
 ) -> None:

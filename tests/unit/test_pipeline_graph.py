@@ -490,3 +490,27 @@ def test_the_pipeline_package_exports_a_sorted_all() -> None:
 
     assert list(vardiya.pipeline.__all__) == sorted(vardiya.pipeline.__all__)
     assert all(hasattr(vardiya.pipeline, name) for name in vardiya.pipeline.__all__)
+
+
+def test_what_is_derived_from_a_graph_is_built_once_per_key_and_kept() -> None:
+    graph = build_graph(meter_pipeline())
+    built: list[str] = []
+
+    def count(name: str) -> Callable[[TaskGraph], list[int]]:
+        def build(whole: TaskGraph) -> list[int]:
+            built.append(name)
+            return [len(whole)]
+        return build
+
+    first = graph.derived("a", count("a"))
+    assert graph.derived("a", count("a again")) is first  # kept: the second build never runs
+    assert graph.derived("b", count("b")) == first and graph.derived("b", count("b")) is not first
+    assert built == ["a", "b"]
+    assert build_graph(meter_pipeline()).derived("a", count("a, another graph")) == first
+    assert built == ["a", "b", "a, another graph"]  # kept with its graph, not shared between graphs
+
+
+def test_ids_name_every_task_by_its_position() -> None:
+    graph = build_graph(meter_pipeline())
+    assert dict(graph.ids) == {name: task for task, name in enumerate(graph.names)}
+    assert all(graph.task_id(name) == task for name, task in graph.ids.items())

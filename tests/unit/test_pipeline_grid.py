@@ -227,3 +227,22 @@ def test_png_with_cairosvg_converts(graph: TaskGraph, tmp_path: Path, monkeypatc
     write_grid(tmp_path / "grid.png", grid_svg(graph, title="meters"))
     assert (tmp_path / "grid.png").read_bytes() == b"\x89PNG fake"
     assert len(cells(parse(received[0].decode("utf-8")))) == 48
+
+
+def test_a_graph_drawn_before_draws_as_a_fresh_one() -> None:
+    """The layout is kept with the graph (``TaskGraph.derived``); nothing of a former call's states,
+    stale marks or title may show in the next one."""
+    kept = build_graph(meter_pipeline())
+    first = dict.fromkeys(kept.names, "failed")
+    grid_svg(kept, first, title="a long first title, wider than the grid's summary line, so the width moves " * 3,
+             stale=kept.names[:5])
+    grid_svg(kept, title="declared")
+    states = {name: RUN_STATES[number % len(RUN_STATES)] for number, name in enumerate(kept.names)}
+    stale = kept.names[3::7]
+    again = grid_svg(kept, states, title="run 2", stale=stale)
+    assert again == grid_svg(build_graph(meter_pipeline()), states, title="run 2", stale=stale)
+    found = cells(parse(again))
+    assert {task: rect.get("data-state") for task, rect in found.items()} == states
+    assert {task for task, rect in found.items() if rect.get("data-stale")} == set(stale) | {
+        task for task, state in states.items() if state == "stale"
+    }

@@ -27,10 +27,10 @@ from __future__ import annotations
 import difflib
 import heapq
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from ..errors import ConfigurationError, InvalidInput
 from ..states import task_name
@@ -40,6 +40,8 @@ from .stages import Pipeline, Stage
 __all__ = ["Pipeline", "Stage", "TaskGraph", "build_graph", "task_name"]
 
 _SUGGESTIONS = 3
+
+_Derived = TypeVar("_Derived")
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -64,6 +66,21 @@ class TaskGraph:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_ids", {name: task for task, name in enumerate(self.names)})
+        object.__setattr__(self, "_derived", {})
+
+    def derived(self, key: Hashable, build: Callable[[TaskGraph], _Derived]) -> _Derived:
+        """``build(self)``, built on the first call for ``key`` and kept with the graph after that.
+
+        For what depends on the graph alone (the grid's layout, every task's blast radius, a page's
+        task table without its states): the graph never changes, so nothing kept here can go stale,
+        and an app's graph, built once at load, then pays for it once rather than on every request.
+        ``key`` names what ``build`` makes (the module that builds it, by convention). Two threads may
+        both build it the first time; the first one kept is the one every call returns.
+        """
+        kept: dict[Hashable, Any] = self.__dict__["_derived"]
+        if key not in kept:
+            kept.setdefault(key, build(self))
+        return cast(_Derived, kept[key])
 
     @cached_property
     def edge_count(self) -> int:
@@ -99,6 +116,12 @@ class TaskGraph:
         for position, task in enumerate(self.order_ids):
             positions[task] = position
         return tuple(positions)
+
+    @property
+    def ids(self) -> Mapping[str, int]:
+        """Every task's id by name, for loops over many names (``task_id`` explains an unknown one)."""
+        ids: Mapping[str, int] = self.__dict__["_ids"]
+        return ids
 
     def task_id(self, name: str) -> int:
         """The id of a task name; an unknown name is an error that suggests close names."""

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from xml.sax.saxutils import escape, quoteattr
@@ -84,13 +85,18 @@ def _cell_states(graph: TaskGraph, states: Mapping[str, str] | None) -> list[str
     if states is None:
         return [DECLARED] * len(graph)
     drawn = [_NOT_GIVEN] * len(graph)
+    ids = graph.ids
+    values: dict[object, str] = {}  # each state given (an Enum member or a string) checked once, not per task
     for task, state in states.items():
-        value = str(getattr(state, "value", state))  # an Enum of states draws as its values
-        if value not in STATE_COLOURS:
-            raise InvalidInput(
-                f"task {task!r} has state {value!r}, which a grid cannot draw; use one of {', '.join(STATE_COLOURS)}"
-            )
-        drawn[graph.task_id(task)] = value
+        value = values.get(state)
+        if value is None:
+            value = values[state] = str(getattr(state, "value", state))  # an Enum of states draws as its values
+            if value not in STATE_COLOURS:
+                raise InvalidInput(
+                    f"task {task!r} has state {value!r}, which a grid cannot draw; use one of {', '.join(STATE_COLOURS)}"
+                )
+        task_id = ids.get(task)
+        drawn[graph.task_id(task) if task_id is None else task_id] = value  # task_id names an unknown task
     return drawn
 
 
@@ -160,21 +166,30 @@ def _cells(graph: TaskGraph, column_of: Mapping[str, int], *, left: float, top: 
     return cells
 
 
-def grid_svg(
-    graph: TaskGraph,
-    states: Mapping[str, str] | None = None,
-    *,
-    title: str,
-    stale: Iterable[str] = (),
-) -> str:
-    """The grid of ``graph`` with each cell coloured by its task's state, as SVG text.
+@dataclass(frozen=True, kw_only=True)
+class _Layout:
+    """The part of a grid that depends on the graph alone, made once per graph (``TaskGraph.derived``):
+    where every cell, label and arrow goes. Only the cells' states, the title and the legend are
+    drawn per call, which keeps a 10,000-task grid cheap enough for a page that redraws it."""
 
-    ``states`` maps task names to run states (a task left out is pending); without it every cell is
-    ``declared``. Tasks in ``stale`` keep their state's fill and get a yellow outline.
-    """
+    #: The grid's right edge plus the margin, and the summary line under the title.
+    right: float
+    summary: str
+    grid_bottom: float
+    #: The partition keys over the columns, the stage names before the rows.
+    labels: tuple[str, ...]
+    #: Per task id, a cell's text up to its state (``<rect class="task" data-task="T"``), its box
+    #: (``x="" y="" width=""``) and the start of its tooltip (``<title>T: ``).
+    heads: tuple[str, ...]
+    boxes: tuple[str, ...]
+    tooltips: tuple[str, ...]
+    #: The arrows across partitions.
+    edges: tuple[str, ...]
+
+
+def _layout(graph: TaskGraph) -> _Layout:
+    """Where everything of ``graph``'s grid goes (see ``_Layout``)."""
     columns = _columns(graph)
-    drawn = _cell_states(graph, states)
-    marked = {graph.task_id(task) for task in stale}
     cell = min(_MAX_CELL, max(_MIN_CELL, _GRID_WIDTH / max(1, len(columns))))
     left = _MARGIN + max(60.0, max(len(name) for name in graph.stage_names) * _CHAR_WIDTH + 16)
     top = _TITLE_HEIGHT + (_HEADER if columns else 0)
@@ -190,11 +205,53 @@ def grid_svg(
         f"{len(graph):,} tasks, {graph.edge_count:,} edges, {len(crossing):,} across partitions (arrows); "
         "edges within a partition follow the row order"
     )
-    grid_width = max(1, len(columns)) * cell
-    width = math.ceil(max(left + grid_width + _MARGIN, 2 * _MARGIN + max(len(title) * 9, len(summary) * 6.5)))
-    grid_bottom = _row_top(top, len(graph.stages)) - _ROW_GAP
-    legend, legend_height = _legend(list(_RUN_STATES) if states is not None else [DECLARED], grid_bottom + 28, width)
-    height = math.ceil(grid_bottom + 28 + legend_height + _MARGIN)
+    labels: list[str] = []
+    every = max(1, math.ceil((max((len(key) for key in columns), default=0) * _CHAR_WIDTH + 6) / cell))
+    for column, key in enumerate(columns):
+        if column % every == 0:
+            labels.append(svg_text(left + (column + 0.5) * cell, top - 7, key, class_="partition", text_anchor="middle"))
+    for row, stage in enumerate(graph.stages):
+        middle = _row_top(top, row) + _ROW_HEIGHT / 2
+        labels.append(svg_text(left - 8, middle + 4, stage.name, class_="stage", text_anchor="end"))
+    numbers: dict[float, str] = {}  # the coordinates repeat by column and by row: each formatted once
+
+    def formatted(value: float) -> str:
+        text = numbers.get(value)
+        if text is None:
+            text = numbers[value] = format_number(value)
+        return text
+
+    return _Layout(
+        right=left + max(1, len(columns)) * cell + _MARGIN,
+        summary=summary,
+        grid_bottom=_row_top(top, len(graph.stages)) - _ROW_GAP,
+        labels=tuple(labels),
+        heads=tuple(f'<rect class="task" data-task={_quoted(name)}' for name in names),
+        boxes=tuple(f'x="{formatted(place.x)}" y="{formatted(place.y)}" width="{formatted(place.width)}"' for place in cells),
+        tooltips=tuple(f"<title>{escape(name)}: " for name in names),
+        edges=tuple(_edge_path(names[before], names[task], cells[before], cells[task]) for before, task in crossing),
+    )
+
+
+def grid_svg(
+    graph: TaskGraph,
+    states: Mapping[str, str] | None = None,
+    *,
+    title: str,
+    stale: Iterable[str] = (),
+) -> str:
+    """The grid of ``graph`` with each cell coloured by its task's state, as SVG text.
+
+    ``states`` maps task names to run states (a task left out is pending); without it every cell is
+    ``declared``. Tasks in ``stale`` keep their state's fill and get a yellow outline.
+    """
+    drawn = _cell_states(graph, states)
+    marked = {graph.task_id(task) for task in stale}
+    layout = graph.derived(_Layout, _layout)
+    summary = layout.summary
+    width = math.ceil(max(layout.right, 2 * _MARGIN + max(len(title) * 9, len(summary) * 6.5)))
+    legend, legend_height = _legend(list(_RUN_STATES) if states is not None else [DECLARED], layout.grid_bottom + 28, width)
+    height = math.ceil(layout.grid_bottom + 28 + legend_height + _MARGIN)
     parts = [
         '<?xml version="1.0" encoding="UTF-8"?>',
         (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -207,51 +264,31 @@ def grid_svg(
         f'<rect class="background" x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
         svg_text(_MARGIN, 24, title, class_="title", font_size="16", font_weight="bold"),
         svg_text(_MARGIN, 44, summary, class_="summary", fill="#555555"),
+        *layout.labels,
     ]
-    every = max(1, math.ceil((max((len(key) for key in columns), default=0) * _CHAR_WIDTH + 6) / cell))
-    for number, key in enumerate(columns):
-        if number % every == 0:
-            parts.append(svg_text(left + (number + 0.5) * cell, top - 7, key, class_="partition", text_anchor="middle"))
-    for row, stage in enumerate(graph.stages):
-        middle = _row_top(top, row) + _ROW_HEIGHT / 2
-        parts.append(svg_text(left - 8, middle + 4, stage.name, class_="stage", text_anchor="end"))
-    parts += _task_rects(names, cells, drawn, marked)
+    parts += _task_rects(layout, drawn, marked)
     parts.append('<g class="edges" fill="none">')
-    parts += (_edge_path(names[before], names[task], cells[before], cells[task]) for before, task in crossing)
+    parts += layout.edges
     parts.append("</g>")
     parts += legend
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
 
-def _task_rects(names: Sequence[str], cells: list[_Cell], drawn: list[str], marked: set[int]) -> list[str]:
+def _task_rects(layout: _Layout, drawn: list[str], marked: set[int]) -> list[str]:
     """Every task's cell, filled by its state, outlined yellow when stale, named in its tooltip.
 
-    The grid's hot loop (one element per task): the attributes after the name depend only on the
-    state and the stale mark, and the coordinates repeat by column and by row, so both are made once.
+    The grid's hot loop (one element per task): what depends on the task alone is in the layout, and
+    the attributes that depend only on the state and the stale mark are made once per pair.
     """
-    styles: dict[tuple[str, bool], tuple[str, str, str]] = {}
-    numbers: dict[float, str] = {}
-    rects: list[str] = []
-    for task, place in enumerate(cells):
-        state, marked_stale = drawn[task], task in marked
-        style = styles.get((state, marked_stale))
-        if style is None:
-            style = styles[state, marked_stale] = _rect_style(state, marked_stale)
-        head, tail, note = style
-        x, y, width = numbers.get(place.x), numbers.get(place.y), numbers.get(place.width)
-        if x is None:
-            x = numbers[place.x] = format_number(place.x)
-        if y is None:
-            y = numbers[place.y] = format_number(place.y)
-        if width is None:
-            width = numbers[place.width] = format_number(place.width)
-        name = names[task]
-        rects.append(
-            f'<rect class="task" data-task={_quoted(name)}{head}x="{x}" y="{y}" width="{width}"{tail}'
-            f"<title>{escape(name)}: {note}</title></rect>"
+    styles = {(state, flag): _rect_style(state, flag) for state in set(drawn) for flag in (False, True)}
+    return [
+        f"{head}{before}{box}{after}{tooltip}{note}</title></rect>"
+        for head, box, tooltip, (before, after, note) in zip(
+            layout.heads, layout.boxes, layout.tooltips,
+            [styles[state, task in marked] for task, state in enumerate(drawn)], strict=True,
         )
-    return rects
+    ]
 
 
 def _rect_style(state: str, marked_stale: bool) -> tuple[str, str, str]:

@@ -55,7 +55,7 @@ from .io import Read, TaskContext, UndeclaredReadWarning, publish, task_output_p
 from .options import RunMode, RunOptions, task_names
 from .selection import TaskPlan, in_range, partition_range, plan_tasks
 from .stages import Pipeline, Stage
-from .state import AttemptEnd, PipelineState, TaskRecord
+from .state import AttemptEnd, PipelineState, TaskCheckpoint
 
 if TYPE_CHECKING:
     from ..store.api import Store
@@ -131,19 +131,19 @@ class Execution:
 # -- planning -----------------------------------------------------------------------------------------
 
 
-def _done(graph: TaskGraph, records: Mapping[str, TaskRecord], root: str) -> set[int]:
+def _done(graph: TaskGraph, records: Mapping[str, TaskCheckpoint], root: str) -> set[int]:
     """Tasks checkpointed as succeeded whose output (if they produced one) is still where it belongs."""
     done: set[int] = set()
-    for task, name in enumerate(graph.names):
-        record = records.get(name)
-        if record is None or record.state is not TaskState.SUCCEEDED:
-            continue
-        if record.output_path is None:
-            done.add(task)  # it returned None: there is no file to look for
-            continue
-        stage = graph.stage_of(name).name
-        if os.path.exists(task_output_path(root, graph.pipeline, stage, graph.partition_keys[task])):
-            done.add(task)
+    names, keys, succeeded = graph.names, graph.partition_keys, TaskState.SUCCEEDED
+    for number, stage in enumerate(graph.stages):  # ids run stage by stage: no stage lookup per task
+        for task in range(graph.starts[number], graph.starts[number + 1]):
+            record = records.get(names[task])
+            if record is None or record.state is not succeeded:
+                continue
+            if not record.has_output:
+                done.add(task)  # it returned None: there is no file to look for
+            elif os.path.exists(task_output_path(root, graph.pipeline, stage.name, keys[task])):
+                done.add(task)
     return done
 
 
@@ -316,7 +316,7 @@ class _Planned:
     """A run planned against the store's checkpoints, before anything is written."""
 
     state: PipelineState
-    records: Mapping[str, TaskRecord]
+    records: Mapping[str, TaskCheckpoint]
     plan: TaskPlan
     invalidate: list[str]
     without_output: set[str]
@@ -352,11 +352,11 @@ def _plan(store: Store, graph: TaskGraph, options: RunOptions, *, clock: Clock |
     """The plan of a run (refusing bad input with ``InvalidInput``); reads the store, writes nothing."""
     root_text, tasks, partitions, rerun_task = options.root, options.tasks, options.partitions, options.rerun
     state = PipelineState(store, graph.pipeline, clock=clock)
-    records = state.tasks()
+    records = state.checkpoints()
     done = _done(graph, records, root_text)
     without_output = {
         name for name, record in records.items()
-        if record.materialized_run_id is not None and record.output_path is None
+        if record.materialized_run_id is not None and not record.has_output
     }
     invalidate: list[str] = []
     if rerun_task is not None:

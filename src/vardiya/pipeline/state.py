@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..states import TaskState
-from ..store.pipeline_reads import PipelineReads, RunRecord, TaskAttempt, TaskRead, TaskRecord
+from ..store.pipeline_reads import PipelineReads, RunRecord, TaskAttempt, TaskCheckpoint, TaskRead, TaskRecord
 from ..store.pipeline_state import AttemptEnd, PipelineState
 from .graph import TaskGraph, build_graph
 from .stages import Pipeline
@@ -24,10 +24,14 @@ __all__ = [
     "PipelineStatus",
     "RunRecord",
     "TaskAttempt",
+    "TaskCheckpoint",
     "TaskRead",
     "TaskRecord",
     "status",
 ]
+
+
+_VALUES = {state: state.value for state in TaskState}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +57,8 @@ class PipelineStatus:
 
     def to_json(self) -> dict[str, Any]:
         """``{tasks: {T: state}, stale}`` as ``vardiya pipeline status --json`` prints it."""
-        return {"tasks": {task: state.value for task, state in self.tasks.items()}, "stale": list(self.stale)}
+        values = _VALUES  # a dict lookup per task: an Enum's ``.value`` is a descriptor call
+        return {"tasks": {task: values[state] for task, state in self.tasks.items()}, "stale": list(self.stale)}
 
 
 def status(store: Store, pipeline: Pipeline | TaskGraph) -> PipelineStatus:
@@ -67,7 +72,14 @@ def status(store: Store, pipeline: Pipeline | TaskGraph) -> PipelineStatus:
     state = PipelineReads(store, graph.pipeline)
     records = state.task_states()
     recorded_reads = state.materialized_reads()
-    names, pending = graph.names, TaskState.PENDING
+    names, predecessors, pending, succeeded = graph.names, graph.predecessors, TaskState.PENDING, TaskState.SUCCEEDED
+    # The run that materialized each task's output, by id (0: none), so the stale check's loop over
+    # every edge compares integers without looking names up.
+    materialized_by = [0] * len(names)
+    for task, name in enumerate(names):
+        record = records.get(name)
+        if record is not None and record[1] is not None:
+            materialized_by[task] = record[1]
     tasks: dict[str, TaskState] = {}
     stale: list[str] = []
     for task in graph.order_ids:
@@ -78,13 +90,16 @@ def status(store: Store, pipeline: Pipeline | TaskGraph) -> PipelineStatus:
             continue
         task_state, materialized = record
         tasks[name] = task_state
-        if task_state is not TaskState.SUCCEEDED or materialized is None:
+        if task_state is not succeeded or materialized is None:
             continue
-        upstream = {names[before] for before in graph.predecessors[task]}
-        upstream.update(recorded_reads.get(name, ()))
-        for before in upstream:
-            other = records.get(before)
-            if other is not None and (other[1] or 0) > materialized:
+        for before in predecessors[task]:
+            if materialized_by[before] > materialized:
                 stale.append(name)
                 break
+        else:
+            for read in recorded_reads.get(name, ()):
+                other = records.get(read)
+                if other is not None and (other[1] or 0) > materialized:
+                    stale.append(name)
+                    break
     return PipelineStatus(pipeline=graph.pipeline, tasks=tasks, stale=tuple(stale))

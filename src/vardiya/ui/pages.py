@@ -16,8 +16,6 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Path, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from jinja2.utils import url_quote
-from markupsafe import Markup, escape
 
 from ..errors import InvalidInput
 from ..plan.profile import Profile
@@ -29,6 +27,7 @@ from .context import authorize, context_of, signed_in
 from .reports import LetterFilter
 from .runs import BackgroundRun
 from .slot_job import slot_job_view
+from .task_table import task_rows
 from .uploads import UPLOAD_MAX_BYTES, profile_upload, workload_upload
 
 __all__ = ["REFRESH_S", "RUN_POLL_S", "router", "templates"]
@@ -209,28 +208,8 @@ def pipeline(request: Request, name: Annotated[str, Path(max_length=TEXT_MAX)]) 
     status, grid = reports.pipeline_view(ui.store, ui.app, name)
     # A resume runs the failed, blocked and never-run tasks; its preview says exactly which.
     resumable = any(state in _RESUMABLE for state in status["tasks"].values())
-    return _page(
-        request, "pipeline.html", page="pipelines", name=name, rows=_task_rows(name, status),
-        grid=grid, resumable=resumable,
-    )
-
-
-def _task_rows(name: str, status: dict[str, Any]) -> Markup:
-    """The task table's rows: one per task, 10,000 on a big pipeline, so they are built here (escaped
-    and quoted as the template's ``{{ }}`` and ``urlencode`` would) rather than by a template loop,
-    which took 20 µs a row."""
-    stale = set(status["stale"])
-    base = f"/pipelines/{escape(url_quote(name))}"
-    rows = []
-    for task, state in status["tasks"].items():
-        shown, quoted = escape(task), escape(url_quote(task))
-        mark = ' <span class="muted">(stale)</span>' if task in stale else ""
-        rows.append(
-            f'<tr data-task="{shown}"><td><a href="{base}/tasks/{quoted}">{shown}</a>{mark}</td>'
-            f"<td data-state>{escape(state)}</td>\n"
-            f'<td><a href="{base}/rerun?task={quoted}">rerun… (blast radius first)</a></td></tr>'
-        )
-    return Markup("".join(rows))
+    rows = task_rows(reports.pipeline_graph(ui.app, name), status["tasks"], status["stale"])
+    return _page(request, "pipeline.html", page="pipelines", name=name, rows=rows, grid=grid, resumable=resumable)
 
 
 @router.get("/pipelines/{name}/tasks/{task}", response_class=HTMLResponse)

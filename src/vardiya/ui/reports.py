@@ -48,8 +48,9 @@ from ..errors import InvalidInput
 from ..invoke import dlq as letters
 from ..invoke.handlers import Model
 from ..invoke.metrics import store_metrics
-from ..pipeline import rerun, resume, resume_preview, task_impact
+from ..pipeline import descendant_counts, rerun, resume, resume_preview, task_impact
 from ..pipeline import status as pipeline_status
+from ..pipeline.graph import TaskGraph
 from ..pipeline.grid import grid_svg
 from ..plan.compare import Comparison, compare
 from ..plan.profile import Profile, load_profile
@@ -258,6 +259,11 @@ def _pipeline(app: App | None, name: str) -> ScheduledPipeline:
     return app.get_pipeline(name)
 
 
+def pipeline_graph(app: App | None, name: str) -> TaskGraph:
+    """The task graph the app built at load for one of its pipelines (every request shares it)."""
+    return _pipeline(app, name).graph
+
+
 def pipeline_status_document(store: Store, app: App | None, name: str) -> dict[str, Any]:
     """``vardiya pipeline status PIPE --json`` for a pipeline of the app (its graph built once, at load)."""
     return pipeline_status(store, _pipeline(app, name).graph).to_json()
@@ -296,7 +302,10 @@ def pipeline_resume_preview_document(store: Store, app: App | None, name: str) -
     plans it), with each failed task of that list and its blast radius: what the resume retries first."""
     graph = _pipeline(app, name).graph
     document = resume_preview(store, graph).to_json()
-    document["failed"] = [{"task": task, "blast_radius": task_impact(graph, task).blast_radius} for task in document["failed"]]
+    # Every task's blast radius, counted once per graph (the graph never changes): a walk per failed
+    # task costs the size of its blast radius, which a fan-out makes the whole pipeline.
+    counts, ids = graph.derived(descendant_counts, descendant_counts), graph.ids
+    document["failed"] = [{"task": task, "blast_radius": counts[ids[task]]} for task in document["failed"]]
     return document
 
 
