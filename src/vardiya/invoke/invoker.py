@@ -291,8 +291,7 @@ class Invoker:
                 self.clock.sleep(delay)
                 call += 1
         finally:
-            if tally.waits is not None:
-                tally.waits.append((self.clock.monotonic() - began) * 1000.0)
+            tally.waits.add((self.clock.monotonic() - began) * 1000.0)
 
     # -- async --------------------------------------------------------------------------------------
 
@@ -325,11 +324,15 @@ class Invoker:
         handler = self.handler(name)
         began = self.clock.monotonic()
         records = list(records)
-        payloads = call_payloads(handler, records, keys)
+        given = list(keys) if keys is not None else None
+        payloads = call_payloads(handler, records, given)
         store = self._store("submit")
         kind = handler.call_kind
+        # Records given no key (or any, with Dedup) get random item keys, which no item has yet.
+        fresh = handler.dedup is not None or given is None or all(key is None for key in given)
         ids = store.items.enqueue_texts_ids(
-            kind, payloads, max_attempts=handler.retry.max_attempts, wake=True, queue=handler.queue
+            kind, payloads, max_attempts=handler.retry.max_attempts, wake=True, queue=handler.queue,
+            fresh_keys=fresh,
         )
         handles = self._handles(store, kind, [item_key for item_key, _ in payloads], ids)
         self._wait(name, began, len(records))

@@ -127,10 +127,15 @@ class ItemEnqueue(ItemReads):
         chunk_size: int = 2_000,
         wake: bool = False,
         queue: str = "default",
+        fresh_keys: bool = False,
     ) -> dict[str, int]:
         """``enqueue_many_ids`` of (key, payload JSON text) pairs whose keys and texts are checked already
         (``item_checks.check_payload``, or ``Invoker``'s call payloads): each payload is encoded once,
-        by its check. A key given twice keeps its first payload. ``queue``: the items' named queue."""
+        by its check. A key given twice keeps its first payload. ``queue``: the items' named queue.
+
+        ``fresh_keys``: the keys are random ones no item is expected to have (``Invoker``'s, for
+        records given no key). A bulk enqueue on PostgreSQL then writes by COPY
+        (``HotSQL.copy_fresh``), and by the statement if a key existed after all: the same result."""
         self._check_shared(kind, queue, max_attempts)
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
@@ -145,7 +150,11 @@ class ItemEnqueue(ItemReads):
         for start in range(0, len(pairs), chunk_size):
             with self._store.transaction() as connection:
                 chunk = pairs[start : start + chunk_size]
-                made = self._hot.enqueue_kind(connection, kind, chunk, max_attempts, after, now, queue)
+                made = None
+                if fresh_keys and self._store.backend is Backend.POSTGRESQL:
+                    made = self._hot.copy_fresh(connection, kind, chunk, max_attempts, after, now, queue)
+                if made is None:
+                    made = self._hot.enqueue_kind(connection, kind, chunk, max_attempts, after, now, queue)
                 ids.update((key, item_id) for _kind, key, item_id in made)
                 if wake:
                     notify(connection, self._store.backend, kind)
