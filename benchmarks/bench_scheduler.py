@@ -18,8 +18,8 @@ payload JSON, state ``pending``, attempts 0, max_attempts 3, run_after, created_
 values vardiya writes, the key and times converted once per step (SQLite: by the columns' own
 SQLAlchemy types, text or integer microseconds), the payload encoded per row) built in the loop and
 inserted with ``executemany``, key row first and the item only for a new key (PostgreSQL: one
-``WITH ... INSERT INTO work_item_keys ... ON CONFLICT DO NOTHING`` statement; SQLite: the item where no
-key row is, then its key row), as vardiya's enqueue writes them, then
+``WITH ... INSERT INTO work_item_keys ... ON CONFLICT DO NOTHING`` statement; SQLite: the item alone,
+``ON CONFLICT (kind, key) DO NOTHING``, its unique index being the key), as vardiya's enqueue writes them, then
 ``executemany`` of ``UPDATE schedules SET planned_through, fired = fired + 1, updated_by, updated_at
 WHERE name = ?`` for every schedule (the first step: an ``INSERT`` of the cursor rows instead).
 SQLite: ``sqlite3`` on its own copy of the store, WAL, ``synchronous=NORMAL``, ``BEGIN IMMEDIATE``;
@@ -202,8 +202,8 @@ def raw_planning(backend: str, target: str, jobs: int, steps: int) -> PlanRates:
     jobs_names = [job_name(number) for number in range(jobs)]
     postgres = backend == "postgresql"
     mark = "%s" if postgres else "?"
-    # The key row first (its primary key is what makes the enqueue idempotent), the item only for a
-    # new key: the same writes as vardiya's enqueue (store/hot.py), one row per statement.
+    # PostgreSQL: the key row first (its primary key is what makes the enqueue idempotent), the item
+    # only for a new key: the same writes as vardiya's enqueue (store/hot_enqueue.py), one row per statement.
     columns = "kind, key, payload, state, attempts, max_attempts, run_after, created_at, updated_at"
     if postgres:
         insert_items = [(
@@ -213,18 +213,11 @@ def raw_planning(backend: str, target: str, jobs: int, steps: int) -> PlanRates:
             lambda row: row,
         )]
     else:
-        insert_items = [
-            (
-                (f"INSERT INTO work_items ({columns}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?"
-                 " WHERE NOT EXISTS (SELECT 1 FROM work_item_keys WHERE kind = ? AND key = ?)"),
-                lambda row: (*row, row[0], row[1]),
-            ),
-            (
-                ("INSERT OR IGNORE INTO work_item_keys (kind, key, item_id) SELECT kind, key, id FROM work_items"
-                 " WHERE kind = ? AND key = ?"),
-                lambda row: row[:2],
-            ),
-        ]
+        # SQLite: the item's own unique (kind, key) index is the key (migration 0015)
+        insert_items = [(
+            f"INSERT INTO work_items ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING",
+            lambda row: row,
+        )]
     insert_cursor = (
         "INSERT INTO schedules (name, planned_through, fired, skipped, updated_by, updated_at) "
         f"VALUES ({mark}, {mark}, 1, 0, {mark}, {mark})"

@@ -1,9 +1,11 @@
-"""Idempotency keys live in ``work_item_keys`` (migration 0007): one key row per item, written with it.
+"""Idempotency keys: on PostgreSQL in ``work_item_keys`` (migration 0007), one key row per item written
+with it; on SQLite the item row's own unique (kind, key) index (migration 0015), the key table empty.
 
-What the key table must keep true on both backends: every item has exactly one key row; the same
-(kind, key) is one item however many callers enqueue it at once; a purged item frees its key; a store
-migrated from 0006 keeps every key it had; and PostgreSQL's ``work_items`` no longer carries the
-(kind, key) index that every claim and completion used to rewrite.
+What must hold on both backends: every item has exactly one key (PostgreSQL: one key row, SQLite:
+none beside the item); the same (kind, key) is one item however many callers enqueue it at once; a
+purged item frees its key; a store migrated from 0006 keeps every key it had, and one migrated from
+0013 on SQLite loses none of its keys with its key rows; and PostgreSQL's ``work_items`` no longer
+carries the (kind, key) index that every claim and completion used to rewrite.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+import pytest
 import sqlalchemy as sa
 
 from tests.support.migrations import at_revision
@@ -19,15 +22,31 @@ from vardiya.store import ItemState, Store, open_store
 from vardiya.store.hot import hot_sql
 from vardiya.store.schema import work_item_keys, work_items
 from vardiya.store.streams import Streams
+from vardiya.store.url import Backend
+
+
+def _key_rows(store: Store) -> list[tuple[str, str, int]]:
+    """(kind, key, item id) of every row of ``work_item_keys``, sorted."""
+    k = work_item_keys.c
+    with store.reading() as connection:
+        keys = connection.execute(sa.select(k.kind, k.key, k.item_id).order_by(k.kind, k.key)).all()
+    return [tuple(row) for row in keys]
 
 
 def _pairs(store: Store) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, int]]]:
-    """(kind, key, id) of every item, and (kind, key, item id) of every key row, both sorted."""
-    w, k = work_items.c, work_item_keys.c
+    """(kind, key, id) of every item, and the (kind, key, item id) of every item's key, both sorted.
+
+    The keys are the key rows on PostgreSQL; on SQLite, where the item row is its own key, the key
+    table must be empty and the items' keys are the items themselves.
+    """
+    w = work_items.c
     with store.reading() as connection:
-        items = connection.execute(sa.select(w.kind, w.key, w.id).order_by(w.kind, w.key)).all()
-        keys = connection.execute(sa.select(k.kind, k.key, k.item_id).order_by(k.kind, k.key)).all()
-    return [tuple(row) for row in items], [tuple(row) for row in keys]
+        items = [tuple(row) for row in connection.execute(sa.select(w.kind, w.key, w.id).order_by(w.kind, w.key))]
+    keys = _key_rows(store)
+    if store.backend is Backend.SQLITE:
+        assert keys == []
+        return items, items
+    return items, keys
 
 
 def test_every_way_of_adding_an_item_writes_its_key_row(store: Store, clock: VirtualClock) -> None:
@@ -131,6 +150,61 @@ def test_upgrading_from_0006_gives_every_existing_item_its_key(store: Store) -> 
 
     items, keys = _pairs(store)
     assert len(items) == 5 and items == keys
+    assert [store.items.find("tick", f"old-{n}").id for n in range(5)] == [row[2] for row in items]
     old = store.items.enqueue("tick", {"new": True}, key="old-3")
     assert old.payload == {} and old.id == store.items.find("tick", "old-3").id
     assert store.items.enqueue_many("tick", [("old-1", {}), ("new-1", {})]) == 1
+
+
+def test_upgrading_from_0013_keeps_every_key_and_sqlite_leaves_its_key_rows(store: Store) -> None:
+    """Migration 0015: SQLite's key rows go (the items' unique index is the key); PostgreSQL keeps them;
+    on both, every key still finds its item and stops a second one, and the downgrade gives them back."""
+    with at_revision(store, "0013") as connection:
+        written = hot_sql(store.backend).item_time(store.clock.now())
+        for n in range(4):  # items and key rows as a 0013 store wrote them
+            (item_id,) = connection.execute(
+                sa.text(
+                    "INSERT INTO work_items (kind, key, payload, state, attempts, max_attempts, run_after,"
+                    " created_at, updated_at) VALUES ('call:h', :key, '{}', 'pending', 0, 3, :t, :t, :t)"
+                    " RETURNING id"
+                ),
+                {"key": f"k{n}", "t": written},
+            ).one()
+            connection.execute(
+                sa.text("INSERT INTO work_item_keys (kind, key, item_id) VALUES ('call:h', :key, :id)"),
+                {"key": f"k{n}", "id": item_id},
+            )
+        connection.commit()
+
+    items, keys = _pairs(store)  # on SQLite this asserts the key rows are gone
+    assert len(items) == 4 and items == keys
+    assert len(_key_rows(store)) == (0 if store.backend is Backend.SQLITE else 4)
+    assert store.items.enqueue_many_ids("call:h", [("k1", {"again": True}), ("k9", {})]).keys() == {"k9"}
+    assert store.invocations.ids_by_key("call:h", ["k0", "k1", "k9", "none"]).keys() == {"k0", "k1", "k9"}
+    assert store.items.find("call:h", "k2").payload == {}
+
+    with at_revision(store, "0013"):  # down to 0013 and up again: SQLite's key rows come back, then go
+        assert len(_key_rows(store)) == 5
+    assert len(_key_rows(store)) == (0 if store.backend is Backend.SQLITE else 5)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_single_submit_on_sqlite_is_one_autocommit_statement(store: Store) -> None:
+    """SQLite's single submit: one driver statement, no transaction left open, the key kept by the item."""
+    statements: list[str] = []
+    first = store.items.enqueue_text_id("call:h", "order-1", '{"record":1}')
+    driver = store.items._submit_driver
+    assert driver is not None
+    connection, _cursor = driver._open()
+    connection.set_trace_callback(statements.append)
+    try:
+        again = store.items.enqueue_text_id("call:h", "order-1", '{"record":2}')
+        other = store.items.enqueue_text_id("call:h", "order-2", '{"record":3}')
+    finally:
+        connection.set_trace_callback(None)
+    assert not connection.in_transaction
+    on_driver = [text for text in statements if "work_items" in text]
+    assert len(on_driver) == 2 and not any(text.strip().upper().startswith(("BEGIN", "COMMIT")) for text in statements)
+    assert again == first != other
+    assert store.items.get(first).payload == {"record": 1}  # the first payload is kept
+    assert store.items.find("call:h", "order-2").id == other

@@ -38,7 +38,9 @@ from .sla_calls import note_sync_calls
 if TYPE_CHECKING:
     from ..store.api import Store
 
-__all__ = ["CallStatus", "Handle", "Invoker", "call_key", "call_payloads", "check_appends", "find_handler"]
+__all__ = [
+    "CallStatus", "Handle", "Invoker", "call_key", "call_payload", "call_payloads", "check_appends", "find_handler"
+]
 
 
 def find_handler(handlers: Mapping[str, Handler], name: str) -> Handler:
@@ -123,18 +125,31 @@ def call_payloads(
     fresh = random_keys(count)
     for index, (record, key) in enumerate(zip(records, given, strict=True)):
         try:
-            text = json_text(record, "the payload")
-            item_key = fresh[index]
-            if dedup is not None:
-                dedup_key = dumps_json(dedup.key_of(record, key))
-                payloads.append((item_key, f'{{"record":{text},"dedup_key":{dedup_key}}}'))
-                continue
-            if key is not None:
-                item_key = check_key(key, "an idempotency key (key=, --key)")
+            payloads.append(_call_payload(dedup, record, key, fresh[index]))
         except InvalidInput as error:
             raise _bad_record(name, index, count, error) from None
-        payloads.append((item_key, f'{{"record":{text}}}'))
     return payloads
+
+
+def call_payload(handler: Handler, record: Any, key: str | None = None) -> tuple[str, str]:
+    """``call_payloads`` of one record (a single submit), without the lists."""
+    if handler.model is Model.SYNC:
+        _refuse_model(handler, "its caller waits for the result, so a call cannot be submitted for a worker")
+    try:
+        return _call_payload(handler.dedup, record, key, os.urandom(16).hex())
+    except InvalidInput as error:
+        raise _bad_record(handler.name, 0, 1, error) from None
+
+
+def _call_payload(dedup: Any, record: Any, key: str | None, random_key: str) -> tuple[str, str]:
+    """(item key, payload JSON text) of one call: with ``Dedup`` the item key is random and the dedup
+    key goes into the payload; without, a given key is the item's idempotency key."""
+    text = json_text(record, "the payload")
+    if dedup is not None:
+        dedup_key = dumps_json(dedup.key_of(record, key))
+        return random_key, f'{{"record":{text},"dedup_key":{dedup_key}}}'
+    item_key = random_key if key is None else check_key(key, "an idempotency key (key=, --key)")
+    return item_key, f'{{"record":{text}}}'
 
 
 def call_key(handler: Handler, record: Any, key: str | None = None) -> str | None:
@@ -276,8 +291,7 @@ class Invoker:
                 self.clock.sleep(delay)
                 call += 1
         finally:
-            if tally.waits is not None:
-                tally.waits.append((self.clock.monotonic() - began) * 1000.0)
+            tally.waits.add((self.clock.monotonic() - began) * 1000.0)
 
     # -- async --------------------------------------------------------------------------------------
 
@@ -289,7 +303,15 @@ class Invoker:
         handle (as an SQS FIFO MessageDeduplicationId or a Celery task_id would). A sync handler is
         refused: its caller waits, so there is nothing to submit (use ``call``).
         """
-        return self.submit_many(name, [record], keys=[key])[0]
+        handler = self.handler(name)
+        began = self.clock.monotonic()
+        item_key, text = call_payload(handler, record, key)
+        item_id = self._store("submit").items.enqueue_text_id(
+            handler.call_kind, item_key, text, max_attempts=handler.retry.max_attempts, wake=True,
+            queue=handler.queue,
+        )
+        self._wait(name, began, 1)
+        return Handle(item_id, handler.name, self)
 
     def submit_many(
         self, name: str, records: Iterable[Any], *, keys: Iterable[str | None] | None = None
@@ -302,11 +324,15 @@ class Invoker:
         handler = self.handler(name)
         began = self.clock.monotonic()
         records = list(records)
-        payloads = call_payloads(handler, records, keys)
+        given = list(keys) if keys is not None else None
+        payloads = call_payloads(handler, records, given)
         store = self._store("submit")
         kind = handler.call_kind
+        # Records given no key (or any, with Dedup) get random item keys, which no item has yet.
+        fresh = handler.dedup is not None or given is None or all(key is None for key in given)
         ids = store.items.enqueue_texts_ids(
-            kind, payloads, max_attempts=handler.retry.max_attempts, wake=True, queue=handler.queue
+            kind, payloads, max_attempts=handler.retry.max_attempts, wake=True, queue=handler.queue,
+            fresh_keys=fresh,
         )
         handles = self._handles(store, kind, [item_key for item_key, _ in payloads], ids)
         self._wait(name, began, len(records))

@@ -163,5 +163,5 @@ class Controls:
                 if row is not None:
                     return Queued(new=False, held_by=_pause(row))
             made = store.items.enqueue_in(connection, [(kind, key, payload, max_attempts, run_after)], now)
-            item = item_from_row(connection.execute(by_key(kind, key)).one())
+            item = item_from_row(connection.execute(by_key(store.backend, kind, key)).one())
         return Queued(new=bool(made), item=item)

@@ -363,6 +363,23 @@ class DriverConnection:
                 raise
             raise store_error_of(self._target, error) from error
 
+    def statement(self, sql: str, parameters: tuple[Any, ...]) -> list[Any]:
+        """One write statement in autocommit, its rows fetched: a transaction of its own.
+
+        For a write that is one statement (a single submit), ``run``'s ``BEGIN IMMEDIATE`` and
+        ``COMMIT`` are two more driver calls for nothing: a write statement takes the write lock when
+        it starts (waiting out the busy timeout, as ``BEGIN IMMEDIATE`` does) and commits when it is
+        done, which the fetch of its rows makes happen before the lock is released here.
+        """
+        try:
+            with self._lock:
+                _connection, cursor = self._open()
+                return cursor.execute(sql, parameters).fetchall()
+        except (sa.exc.SQLAlchemyError, sqlite3.Error) as error:
+            if self._target is None:
+                raise
+            raise store_error_of(self._target, error) from error
+
     def _close(self, _engine: Engine) -> None:
         with self._lock:
             if self._connection is not None and self._pid == os.getpid():

@@ -3,6 +3,11 @@
 ``HotSQL`` takes these methods from ``EnqueueSQL``; they need its ``backend`` and ``_item_time``. Every
 enqueue runs here: a bulk one on the transaction's SQLAlchemy connection, a small one that is a
 transaction of its own on a driver cursor (``item_enqueue._enqueue_alone``); both take the same SQL.
+
+Where the idempotency key is kept differs by backend (migration 0015): PostgreSQL's ``work_items`` has
+no (kind, key) index (every claim and completion would rewrite it), so the key goes into
+``work_item_keys``; SQLite's ``work_items`` kept its unique (kind, key) index (migration 0007), which
+costs its updates nothing, so the item row is its own key row and an enqueue is one statement.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 from .records import ItemState
 from .url import Backend
 
-__all__ = ["ITEM_KEY_INSERT", "EnqueueRow", "EnqueueSQL"]
+__all__ = ["POSTGRES_ITEM_KEY_INSERT", "EnqueueRow", "EnqueueSQL"]
 
 _PENDING = f"'{ItemState.PENDING.value}'"
 
@@ -67,12 +72,13 @@ _POSTGRES_ENQUEUE_KIND = _POSTGRES_ENQUEUE.format(
 _POSTGRES_ENQUEUE_KIND_WAKE = _POSTGRES_ENQUEUE_WAKE.format(
     columns=_ENQUEUE_COLUMNS + ", queue", queue=", given.queue", given=_GIVEN_KIND
 )
-# SQLite runs one write transaction at a time: within it, a key absent from work_item_keys stays absent
-# until this transaction adds it, so the check and the two inserts need no ON CONFLICT.
+# SQLite: the key is the item's own unique (kind, key) index, so an existing (kind, key) is skipped by
+# the insert itself and a small enqueue is one statement (a transaction of its own in autocommit).
+# ``WHERE true`` tells SQLite's parser that ON CONFLICT belongs to the INSERT, not to a join.
 _SQLITE_ENQUEUE = f"""
 INSERT INTO work_items ({_ENQUEUE_COLUMNS}{{queue_column}})
-SELECT column1, column2, column3, {_PENDING}, 0, column4, column5, ?, ?{{queue}} FROM ({{given}}) AS v
- WHERE NOT EXISTS (SELECT 1 FROM work_item_keys AS k WHERE k.kind = v.column1 AND k.key = v.column2)
+SELECT column1, column2, column3, {_PENDING}, 0, column4, column5, ?, ?{{queue}} FROM ({{given}}) AS v WHERE true
+ON CONFLICT (kind, key) DO NOTHING
 RETURNING kind, key, id
 """
 _SQLITE_GIVEN_ROWS = "VALUES {rows}"
@@ -80,14 +86,33 @@ _SQLITE_GIVEN_KIND = (
     "SELECT ? AS column1, column1 AS column2, column2 AS column3, ? AS column4, ? AS column5, ? AS column6"
     " FROM (VALUES {rows})"
 )
-_SQLITE_ENQUEUE_KEYS = "INSERT INTO work_item_keys (kind, key, item_id) VALUES {rows}"
 #: One item row of an enqueue: (kind, key, payload JSON text, max_attempts, run_after).
 EnqueueRow = tuple[str, str, str, int, datetime]
-#: The key of one item inserted on its own (a stream's batch, whose key is unique by construction).
-ITEM_KEY_INSERT = {
-    Backend.SQLITE: "INSERT INTO work_item_keys (kind, key, item_id) VALUES (?, ?, ?)",
-    Backend.POSTGRESQL: "INSERT INTO work_item_keys (kind, key, item_id) VALUES (%s, %s, %s)",
-}
+#: PostgreSQL: the key of one item inserted on its own (a stream's batch, whose key is unique by
+#: construction). SQLite needs none: the item row is its key.
+POSTGRES_ITEM_KEY_INSERT = "INSERT INTO work_item_keys (kind, key, item_id) VALUES (%s, %s, %s)"
+
+
+# PostgreSQL, a bulk enqueue of items whose keys no item can have yet (random ones): the ids taken from
+# the items' sequence in one query, then the key rows and the items each in one COPY, about twice as
+# fast as the statement above (benchmarks/README.md, "fourth step"). COPY cannot skip a key that
+# exists, so a conflict (a random key a caller once gave) makes it fail; ``copy_fresh`` then leaves
+# the work to the statement.
+_POSTGRES_TAKE_IDS = "SELECT nextval('work_items_id_seq') FROM generate_series(1, %s)"
+_POSTGRES_COPY_KEYS = "COPY work_item_keys (kind, key, item_id) FROM STDIN"
+_POSTGRES_COPY_ITEMS = (
+    f"COPY work_items (id, {_ENQUEUE_COLUMNS}, queue) FROM STDIN"
+)
+
+
+def _copy_text(value: str) -> str:
+    """A value in COPY's text format. Only the backslash needs its escape here: keys refuse control
+    characters (``limits.check_key``), JSON text escapes them, and kinds and queue names are ASCII names."""
+    return value.replace("\\", "\\\\") if "\\" in value else value
+
+
+#: Most (key, payload) pairs one SQLite enqueue statement of one kind binds.
+SQLITE_PAIRS_PER_STATEMENT = _SQLITE_IDS_PER_STATEMENT // 2
 
 
 @lru_cache(maxsize=64)
@@ -99,11 +124,6 @@ def _sqlite_enqueue(size: int, one_kind: bool) -> str:
     return _SQLITE_ENQUEUE.format(
         queue_column="", queue="", given=_SQLITE_GIVEN_ROWS.format(rows=", ".join(["(?, ?, ?, ?, ?)"] * size))
     )
-
-
-@lru_cache(maxsize=64)
-def _sqlite_enqueue_keys(size: int) -> str:
-    return _SQLITE_ENQUEUE_KEYS.format(rows=", ".join(["(?, ?, ?)"] * size))
 
 
 def _execute(connection: Any) -> Callable[..., Any]:
@@ -169,20 +189,76 @@ class EnqueueSQL:
                     _POSTGRES_ENQUEUE_KIND_WAKE, (*shared, keys, payloads, written, written, channel)
                 ).fetchall()
             return [(row[0], row[1], row[2]) for row in made]
-        step = _SQLITE_IDS_PER_STATEMENT // 2
+        step = SQLITE_PAIRS_PER_STATEMENT
         return _run_sqlite_enqueue(connection, (
             (_sqlite_enqueue(len(chunk), True), (written, written, *shared, *chain.from_iterable(chunk)))
             for chunk in (pairs[start : start + step] for start in range(0, len(pairs), step))
         ))
 
 
+    def sqlite_enqueue_statement(
+        self,
+        kind: str,
+        pairs: Sequence[tuple[str, str]],
+        max_attempts: int,
+        run_after: datetime,
+        now: datetime,
+        queue: str = "default",
+    ) -> tuple[str, tuple[Any, ...]]:
+        """SQLite: ``enqueue_kind`` of up to 256 pairs as one statement and its parameters, for a small
+        enqueue run on its own in autocommit (a single submit): one transaction, one driver call."""
+        if len(pairs) > SQLITE_PAIRS_PER_STATEMENT:
+            raise ValueError(f"one SQLite enqueue statement binds at most {SQLITE_PAIRS_PER_STATEMENT} items")
+        written = self._item_time(now)
+        after = written if run_after is now else self._item_time(run_after)
+        return _sqlite_enqueue(len(pairs), True), (
+            written, written, kind, max_attempts, after, queue, *chain.from_iterable(pairs)
+        )
+
+
+    def copy_fresh(
+        self,
+        connection: Any,
+        kind: str,
+        pairs: Sequence[tuple[str, str]],
+        max_attempts: int,
+        run_after: datetime,
+        now: datetime,
+        queue: str = "default",
+    ) -> list[tuple[str, str, int]] | None:
+        """PostgreSQL: ``enqueue_kind`` of pairs whose keys are expected to be new, by COPY, in
+        ``connection``'s transaction (a SQLAlchemy connection). Every item is new, so all come back as
+        (kind, key, id); None, with nothing written, when a key existed (the caller then runs
+        ``enqueue_kind``, which keeps the existing item)."""
+        import psycopg
+
+        written = self._item_time(now).isoformat()
+        after = written if run_after is now else self._item_time(run_after).isoformat()
+        tail = f"\t{ItemState.PENDING.value}\t0\t{max_attempts}\t{after}\t{written}\t{written}\t{queue}\n"
+        keys = [_copy_text(key) for key, _text in pairs]
+        driver = connection.connection.driver_connection
+        savepoint = connection.begin_nested()
+        try:
+            with driver.cursor() as cursor:
+                cursor.execute(_POSTGRES_TAKE_IDS, (len(pairs),), binary=True)
+                ids = [row[0] for row in cursor.fetchall()]
+                with cursor.copy(_POSTGRES_COPY_KEYS) as copy:
+                    copy.write("".join([f"{kind}\t{key}\t{item_id}\n" for key, item_id in zip(keys, ids, strict=True)]))
+                with cursor.copy(_POSTGRES_COPY_ITEMS) as copy:
+                    copy.write("".join([
+                        f"{item_id}\t{kind}\t{key}\t{_copy_text(text)}{tail}"
+                        for key, (_key, text), item_id in zip(keys, pairs, ids, strict=True)
+                    ]))
+        except psycopg.errors.UniqueViolation:
+            savepoint.rollback()
+            return None
+        savepoint.commit()
+        return [(kind, key, item_id) for (key, _text), item_id in zip(pairs, ids, strict=True)]
+
 def _run_sqlite_enqueue(connection: Any, statements: Iterable[tuple[str, tuple[Any, ...]]]) -> list[tuple[str, str, int]]:
-    """Run SQLite enqueue statements, each followed by the key rows of the items it made."""
+    """Run SQLite enqueue statements; the (kind, key, id) of the items they made."""
     execute = _execute(connection)
     made: list[tuple[str, str, int]] = []
     for statement, parameters in statements:
-        new = execute(statement, parameters).fetchall()
-        if new:
-            execute(_sqlite_enqueue_keys(len(new)), tuple(chain.from_iterable(new)))
-            made.extend(new)
+        made.extend(execute(statement, parameters).fetchall())
     return made

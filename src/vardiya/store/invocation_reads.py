@@ -16,6 +16,7 @@ from ..rules.calls import CallOutcome
 from .handler_figures import HandlerFigureReads
 from .records import ItemState
 from .schema import invocation_calls, work_item_keys, work_items
+from .url import Backend
 
 if TYPE_CHECKING:
     from .api import Store
@@ -101,12 +102,19 @@ class InvocationReads(HandlerFigureReads):
             return [DeadItem(*row) for row in connection.execute(query)]
 
     def ids_by_key(self, kind: str, keys: Sequence[str]) -> dict[str, int]:
-        """The ids of the items of ``kind`` with these keys (keys no item has are left out)."""
-        c = work_item_keys.c
+        """The ids of the items of ``kind`` with these keys (keys no item has are left out): from the key
+        rows on PostgreSQL, from the items' own unique (kind, key) index on SQLite (migration 0015)."""
+        if self._store.backend is Backend.SQLITE:
+            table, kind_column, key_column, id_column = work_items, work_items.c.kind, work_items.c.key, work_items.c.id
+        else:
+            k = work_item_keys.c
+            table, kind_column, key_column, id_column = work_item_keys, k.kind, k.key, k.item_id
         found: dict[str, int] = {}
         with self._store.reading() as connection:
             for start in range(0, len(keys), _KEY_CHUNK):
                 chunk = keys[start : start + _KEY_CHUNK]
-                rows = connection.execute(sa.select(c.key, c.item_id).where(c.kind == kind, c.key.in_(chunk)))
+                rows = connection.execute(
+                    sa.select(key_column, id_column).select_from(table).where(kind_column == kind, key_column.in_(chunk))
+                )
                 found.update((key, item_id) for key, item_id in rows)
         return found

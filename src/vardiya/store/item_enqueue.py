@@ -29,6 +29,8 @@ from .url import Backend
 
 #: Most items an enqueue writes on the driver in one go (``_enqueue_alone``); more take the chunked path.
 _ALONE_MAX = 100
+#: Most combinations ``_check_shared`` remembers before it starts again.
+_CHECKED_MAX = 256
 
 if TYPE_CHECKING:
     from .api import Store
@@ -44,6 +46,8 @@ class ItemEnqueue(ItemReads):
     #: Made on first use by ``_enqueue_alone``.
     _statement: PostgresStatement | None = None
     _submit_driver: DriverConnection | None = None
+    #: The (kind, queue, max_attempts) combinations ``_check_shared`` has passed (``WorkItems`` sets it).
+    _checked: set[tuple[str, str, int]]
 
     # -- enqueue ------------------------------------------------------------------------------------
 
@@ -67,7 +71,7 @@ class ItemEnqueue(ItemReads):
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
         with self._store.transaction() as connection:
             self._hot.enqueue(connection, [(kind, key, text, max_attempts, after)], now)
-            row = connection.execute(_by_key(kind, key)).one()
+            row = connection.execute(_by_key(self._store.backend, kind, key)).one()
         return item_from_row(row)
 
     def enqueue_many(
@@ -123,13 +127,16 @@ class ItemEnqueue(ItemReads):
         chunk_size: int = 2_000,
         wake: bool = False,
         queue: str = "default",
+        fresh_keys: bool = False,
     ) -> dict[str, int]:
         """``enqueue_many_ids`` of (key, payload JSON text) pairs whose keys and texts are checked already
         (``item_checks.check_payload``, or ``Invoker``'s call payloads): each payload is encoded once,
-        by its check. A key given twice keeps its first payload. ``queue``: the items' named queue."""
-        check_kind(kind)
-        check_name(queue, "a queue name")
-        check_max_attempts(max_attempts)
+        by its check. A key given twice keeps its first payload. ``queue``: the items' named queue.
+
+        ``fresh_keys``: the keys are random ones no item is expected to have (``Invoker``'s, for
+        records given no key). A bulk enqueue on PostgreSQL then writes by COPY
+        (``HotSQL.copy_fresh``), and by the statement if a key existed after all: the same result."""
+        self._check_shared(kind, queue, max_attempts)
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
         if len(dict(pairs)) != len(pairs):
@@ -143,11 +150,42 @@ class ItemEnqueue(ItemReads):
         for start in range(0, len(pairs), chunk_size):
             with self._store.transaction() as connection:
                 chunk = pairs[start : start + chunk_size]
-                made = self._hot.enqueue_kind(connection, kind, chunk, max_attempts, after, now, queue)
+                made = None
+                if fresh_keys and self._store.backend is Backend.POSTGRESQL:
+                    made = self._hot.copy_fresh(connection, kind, chunk, max_attempts, after, now, queue)
+                if made is None:
+                    made = self._hot.enqueue_kind(connection, kind, chunk, max_attempts, after, now, queue)
                 ids.update((key, item_id) for _kind, key, item_id in made)
                 if wake:
                     notify(connection, self._store.backend, kind)
         return ids
+
+    def enqueue_text_id(
+        self, kind: str, key: str, text: str, *, max_attempts: int = 3, wake: bool = False, queue: str = "default"
+    ) -> int:
+        """One item of ``enqueue_texts_ids`` (its key and text checked already), due now: the id of the
+        new item, or of the existing one with the same (kind, key). A single submit; the fewest steps
+        that keep the contract (the key, one transaction, the wake-up)."""
+        self._check_shared(kind, queue, max_attempts)
+        now = self._store.clock.now()
+        made = self._enqueue_alone(kind, ((key, text),), max_attempts, now, now, wake, queue)
+        if made:
+            return made[key]
+        existing = self._store.invocations.ids_by_key(kind, [key])
+        return existing[key]
+
+    def _check_shared(self, kind: str, queue: str, max_attempts: int) -> None:
+        """Check what the items of one enqueue share; a combination seen before is not checked again
+        (a process submits to a few handlers, thousands of times)."""
+        shared = (kind, queue, max_attempts)
+        if shared in self._checked:
+            return
+        check_kind(kind)
+        check_name(queue, "a queue name")
+        check_max_attempts(max_attempts)
+        if len(self._checked) >= _CHECKED_MAX:
+            self._checked.clear()
+        self._checked.add(shared)
 
     def _enqueue_alone(
         self, kind: str, pairs: Sequence[tuple[str, str]], max_attempts: int, after: datetime, now: datetime,
@@ -159,17 +197,19 @@ class ItemEnqueue(ItemReads):
         connection of its own (not the claims' one, see ``enqueue_many_ids``), PostgreSQL as one
         autocommit statement with the wake-up folded in (``PostgresStatement``).
         """
-        runner: PostgresStatement | DriverConnection
         if self._store.backend is Backend.POSTGRESQL:
             if self._statement is None:
                 self._statement = PostgresStatement(self._store.engine, self._store.target)
-            runner = self._statement
+            channel = NOTIFY_CHANNEL if wake else None
+            made = self._statement.run(self._hot.enqueue_kind, kind, pairs, max_attempts, after, now, queue, channel)
         else:
+            # One statement in autocommit: the commit changes the file's data_version, which is what
+            # wakes SQLite's idle workers.
             if self._submit_driver is None:
                 self._submit_driver = DriverConnection(self._store.engine, self._store.target)
-            runner = self._submit_driver
-        channel = NOTIFY_CHANNEL if wake else None
-        made = runner.run(self._hot.enqueue_kind, kind, pairs, max_attempts, after, now, queue, channel)
+            made = self._submit_driver.statement(
+                *self._hot.sqlite_enqueue_statement(kind, pairs, max_attempts, after, now, queue)
+            )
         return {key: item_id for _kind, key, item_id in made}
 
     def enqueue_in(

@@ -20,6 +20,7 @@ from .item_summaries import READY_STATES, ItemSummaries
 from .records import Attempt, AttemptOutcome, ItemState, WorkItem
 from .schema import attempts as attempts_table
 from .schema import work_item_keys, work_items
+from .url import Backend
 
 if TYPE_CHECKING:
     from .api import Store
@@ -29,9 +30,11 @@ __all__ = ["ITEM_COLUMNS", "ItemReads", "NextDue", "by_key", "item_from_row"]
 ITEM_COLUMNS = tuple(work_items.c)
 
 
-def by_key(kind: str, key: str) -> sa.Select[Any]:
-    """The item of ``kind`` with ``key``, found through its key row (``work_items`` has no (kind, key)
-    index on PostgreSQL; migration 0007)."""
+def by_key(backend: Backend, kind: str, key: str) -> sa.Select[Any]:
+    """The item of ``kind`` with ``key``: on PostgreSQL through its key row (``work_items`` has no
+    (kind, key) index there; migration 0007), on SQLite by the item's own unique index (migration 0015)."""
+    if backend is Backend.SQLITE:
+        return sa.select(*ITEM_COLUMNS).where(work_items.c.kind == kind, work_items.c.key == key)
     k = work_item_keys.c
     return (
         sa.select(*ITEM_COLUMNS)
@@ -121,7 +124,7 @@ class ItemReads(ItemSummaries):
     def find(self, kind: str, key: str) -> WorkItem | None:
         """The item of this kind with this key, or None."""
         with self._store.reading() as connection:
-            row = connection.execute(by_key(kind, key)).first()
+            row = connection.execute(by_key(self._store.backend, kind, key)).first()
         return item_from_row(row) if row is not None else None
 
     def list(

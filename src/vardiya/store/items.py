@@ -100,6 +100,7 @@ class WorkItems(ItemEnqueue):
     def __init__(self, store: Store) -> None:
         self._store = store
         self._hot = hot_sql(store.backend)
+        self._checked = set()
         # SQLite claims and completions run on the driver connection (see DriverConnection).
         self._driver = DriverConnection(store.engine, store.target) if store.backend is Backend.SQLITE else None
         self._next_reap_at: datetime | None = None
@@ -507,8 +508,8 @@ class WorkItems(ItemEnqueue):
             return len(dead)
 
     def purge(self, ids: Sequence[int]) -> int:
-        """Delete dead items (with their history and their keys, which may then be used again);
-        other states are left alone."""
+        """Delete dead items (with their history and their keys, which may then be used again; on
+        PostgreSQL the key rows go with them); other states are left alone."""
         c = work_items.c
         k = work_item_keys.c
         purged = 0
@@ -520,7 +521,7 @@ class WorkItems(ItemEnqueue):
                     .where(c.id.in_(chunk), c.state == ItemState.DEAD)
                     .returning(c.kind, c.key)
                 ).all()
-                if gone:
+                if gone and self._store.backend is Backend.POSTGRESQL:  # SQLite's key is the item row
                     connection.execute(
                         sa.delete(work_item_keys).where(sa.tuple_(k.kind, k.key).in_([tuple(row) for row in gone]))
                     )

@@ -102,10 +102,10 @@ work_items = sa.Table(
     # The named queue of the item (migration 0013): a handler's ``queue=``, "default" for everything else.
     # ``vardiya worker --queue NAME`` claims only the items of its queues.
     sa.Column("queue", sa.String(190), nullable=False, server_default="default"),
-    # (kind, key) is unique through ``work_item_keys`` (migration 0007). SQLite keeps the old unique
-    # index as well: dropping it means rebuilding the table under the foreign keys of every table
-    # that refers to it, and it costs SQLite's updates nothing (they only touch indexes whose columns
-    # change); PostgreSQL dropped it.
+    # (kind, key) is unique through ``work_item_keys`` on PostgreSQL (migration 0007), which dropped
+    # this index. SQLite keeps it, and it is SQLite's key (migration 0015: an enqueue inserts the item
+    # alone, ON CONFLICT DO NOTHING): it costs SQLite's updates nothing (they only touch indexes whose
+    # columns change).
     sa.UniqueConstraint("kind", "key", name="uq_work_items_kind_key").ddl_if(dialect="sqlite"),
     # Claims read this partial index in (run_after, id) order; claimed and finished rows are not in it,
     # so a claim never rescans them.
@@ -142,8 +142,9 @@ work_items = sa.Table(
     ),
 )
 
-# The idempotency key of every work item, in a table of its own that is written once, when the item
-# is, and never updated. On ``work_items`` a unique (kind, key) index is rewritten by every claim and
+# PostgreSQL: the idempotency key of every work item, in a table of its own that is written once,
+# when the item is, and never updated. (SQLite keeps the table empty: its ``work_items`` has the unique
+# (kind, key) index, which is the key there; migration 0015.) On ``work_items`` a unique (kind, key) index is rewritten by every claim and
 # every completion on PostgreSQL (the state change makes each update a new row version with a new
 # entry in every index), and it was the widest of them: a third of a worker's database time
 # (benchmarks/README.md). No foreign key: deleting an item deletes its key in the same transaction

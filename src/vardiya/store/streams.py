@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from ..limits import check_key, check_kind, check_name
 from ..rules.batching import batch_ready
 from .backend import times_of
-from .hot_enqueue import ITEM_KEY_INSERT
+from .hot_enqueue import POSTGRES_ITEM_KEY_INSERT
 from .records import ItemState
 from .schema import stream_lanes, stream_records, work_items
 from .sqlite import SQLITE_TIMES
@@ -273,7 +273,7 @@ class Streams:
                 "updated_at": now,
             },
         ).scalar_one()
-        connection.exec_driver_sql(ITEM_KEY_INSERT[Backend.POSTGRESQL], (kind, batch_key, item_id))
+        connection.exec_driver_sql(POSTGRES_ITEM_KEY_INSERT, (kind, batch_key, item_id))
         ids = [row.id for row in rows]
         connection.exec_driver_sql("DELETE FROM stream_records WHERE id = ANY(%s)", (ids,))
         connection.execute(
@@ -332,7 +332,6 @@ class Streams:
             _SQLITE_CUT_INSERT,
             (kind, batch_key, document, ItemState.PENDING.value, 0, max_attempts, t_now, t_now, t_now),
         ).fetchone()
-        raw.execute(ITEM_KEY_INSERT[Backend.SQLITE], (kind, batch_key, item_id))
         raw.execute(_SQLITE_CUT_DELETE, (stream, lane, first, last))
         raw.execute(_SQLITE_CUT_THROUGH, (last, stream, lane))
         return item_id
