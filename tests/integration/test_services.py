@@ -70,6 +70,12 @@ def _job(env: dict[str, str]) -> Any:
                 os.environ[key] = value
 
 
+def _registered(store: Store, fleet: Fleet, name: str) -> bool:
+    """Whether the process now running as ``name`` has registered its service row."""
+    pid = fleet.processes[name].pid
+    return any(service.pid == pid for service in store.heartbeats.all())
+
+
 def _all_ticks_done(store: Store) -> bool:
     ticks = _ticks(store)
     return bool(ticks) and all(row.state == ItemState.SUCCEEDED for row in ticks)
@@ -99,7 +105,11 @@ def test_chaos_every_record_once_per_period_no_tick_twice_or_lost(
                 fleet.kill(victim)
                 time.sleep(rng.uniform(0.1, 0.8))
                 fleet.restart(victim)
-            time.sleep(3)  # the last one restarted is up (its SIGTERM handler installed) before it is asked to stop
+            # Each process up, its SIGTERM handler installed, before it is asked to stop: schedulers and
+            # workers register their service row (with their pid) only once they run under the handler.
+            # A fixed sleep was too short for a restart on a loaded machine (no handler yet: exit -15).
+            for name in [*(f"scheduler-{n}" for n in range(schedulers)), *(f"worker-{n}" for n in range(workers))]:
+                wait_for(lambda name=name: _registered(store, fleet, name), timeout=60, what=f"{name} up", fleet=fleet)
             for n in range(schedulers):
                 assert fleet.terminate(f"scheduler-{n}") == 0
             wait_for(lambda: _all_ticks_done(store), timeout=60, what="every fired tick to finish", fleet=fleet)
