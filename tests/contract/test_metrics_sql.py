@@ -154,3 +154,36 @@ def test_sql_metrics_equal_the_item_by_item_ones(store: Store, clock: VirtualClo
     # before any work: zero figures, and the integer 0 busy time a sum of nothing is
     assert empty["v_async"]["busy_ms"] == 0 and isinstance(empty["v_async"]["busy_ms"], int)
     assert empty["v_bisect"]["calls"] == 0
+
+
+def test_completion_latency_floors_each_time_to_whole_milliseconds(store: Store) -> None:
+    """At the millisecond boundaries, across days, and for an updated time before the created one, the
+    SQL latency (PostgreSQL's float8 form included) is ``epoch_ms(updated) - epoch_ms(created)``."""
+    base = datetime(2026, 12, 4, 23, 59, 59, 999_999).astimezone()
+    rng = random.Random(4)
+    pairs = [
+        (base, base + timedelta(microseconds=1)),  # 0.000001 s later, but in the next millisecond
+        (base + timedelta(microseconds=1), base + timedelta(microseconds=1_000)),  # 999 µs, same ms + 1
+        (base, base + timedelta(microseconds=999)),
+        (base, base + timedelta(days=40, microseconds=1_001)),
+        (base, base - timedelta(microseconds=1)),  # a clock step back: a negative latency, floored
+        (base, base - timedelta(milliseconds=3, microseconds=500)),
+    ] + [
+        (created, created + timedelta(microseconds=rng.randrange(-2_000_000, 90_000_000_000)))
+        for created in (base + timedelta(microseconds=rng.randrange(0, 10**12)) for _ in range(200))
+    ]
+    assert store.items.enqueue_many("call:edges", [(f"e{n}", {"n": n}) for n in range(len(pairs))]) == len(pairs)
+    w = work_items.c
+    with store.transaction() as connection:
+        for number, (created, updated) in enumerate(pairs):
+            connection.execute(
+                sa.update(work_items).where(w.key == f"e{number}")
+                .values(state=ItemState.SUCCEEDED, created_at=created, updated_at=updated)
+            )
+    latencies = sorted(epoch_ms(updated) - epoch_ms(created) for created, updated in pairs)
+    totals = store.invocations.item_totals("call:edges")
+    assert totals.finished == len(pairs)
+    assert totals.latency_sum_ms == sum(latencies)
+    assert totals.latency_p99_ms == int(_percentile(latencies, 0.99))
+    assert latencies[:2] == sorted(epoch_ms(u) - epoch_ms(c) for c, u in pairs[4:6])  # the negatives
+    assert {epoch_ms(u) - epoch_ms(c) for c, u in pairs[:3]} == {1, 0}

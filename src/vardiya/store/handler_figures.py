@@ -95,7 +95,31 @@ def _epoch_ms(column: sa.ColumnElement[datetime], backend: Backend) -> sa.Column
     if backend is Backend.POSTGRESQL:
         seconds = sa.extract("epoch", column)
         return sa.cast(sa.func.floor(seconds * 1000), sa.BigInteger)
-    micros = sa.type_coerce(column, sa.BigInteger)
+    return _floor_thousandths(sa.type_coerce(column, sa.BigInteger))
+
+
+def _latency_ms(
+    finished: sa.ColumnElement[datetime], started: sa.ColumnElement[datetime], backend: Backend
+) -> sa.ColumnElement[int]:
+    """``_epoch_ms(finished) - _epoch_ms(started)`` in SQL, the same integer on every row.
+
+    On PostgreSQL without ``numeric``: ``extract(epoch ...)`` is an exact numeric, and two of them per
+    row were half the time of a metrics read over 100,000 items. With ``started = 1000 * s + r``
+    microseconds (``0 <= r < 1000``) and ``finished = started + d``, the difference of the floored
+    milliseconds is ``floor((r + d) / 1000)``: ``r`` is ``date_part('microseconds', ...)`` (the seconds
+    field in microseconds, an integer held exactly in float8; a time zone's offset is whole seconds, so
+    its remainder mod 1000 is the UTC one) and ``d`` the interval's float8 seconds times 10**6, rounded,
+    exact while ``|d|`` is under 2**32 seconds (136 years).
+    """
+    if backend is not Backend.POSTGRESQL:
+        return _epoch_ms(finished, backend) - _epoch_ms(started, backend)
+    remainder = sa.cast(sa.func.date_part("microseconds", started), sa.BigInteger) % 1000
+    micros = sa.cast(sa.func.round(sa.func.date_part("epoch", finished - started) * 1_000_000), sa.BigInteger)
+    return _floor_thousandths(remainder + micros)
+
+
+def _floor_thousandths(micros: sa.ColumnElement[int]) -> sa.ColumnElement[int]:
+    """``micros`` // 1000 rounded down (SQL's integer division rounds toward zero)."""
     return (micros // 1000) - sa.case((micros % 1000 < 0, 1), else_=0)
 
 
@@ -128,7 +152,7 @@ class HandlerFigureReads:
         w = work_items.c
         of_kind = self._of_kind(kind, since)
         finished = w.state.in_(_FINISHED)
-        latency = _epoch_ms(w.updated_at, self._store.backend) - _epoch_ms(w.created_at, self._store.backend)
+        latency = _latency_ms(w.updated_at, w.created_at, self._store.backend)
         totals = sa.select(
             sa.func.count(),
             sa.func.count().filter(w.state == ItemState.DEAD),
