@@ -95,3 +95,31 @@ def test_a_bulk_submit_by_copy_wakes_listening_workers(store: Store, postgres_ur
         assert payloads == ["call:h"]
     finally:
         listener.close()
+
+
+def test_a_bulk_submit_by_copy_takes_10_000_items_a_transaction_unless_told(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By COPY, 10,000 items a transaction (a commit, a wake-up and an id query each); the statement's
+    path 2,000 a transaction; a chunk size the caller names is kept on both."""
+    copies = _count_copies(store, monkeypatch)
+    transactions = 0
+    begin = store.transaction
+
+    def counted_transaction() -> object:
+        nonlocal transactions
+        transactions += 1
+        return begin()
+
+    monkeypatch.setattr(store, "transaction", counted_transaction)
+    Invoker(store, _app()).submit_many("h", [{"n": n} for n in range(12_500)])
+    postgres = store.backend.value == "postgresql"
+    assert (transactions, copies) == ((2, [True, True]) if postgres else (7, []))
+    transactions = 0
+    pairs = [(f"k{n}", f'{{"record":{n}}}') for n in range(2_500)]
+    store.items.enqueue_texts_ids("call:h", pairs, fresh_keys=True, chunk_size=1_000)
+    assert transactions == 3
+    transactions = 0
+    store.items.enqueue_texts_ids("call:h", [(f"s{n}", "{}") for n in range(2_500)])  # the statement's path
+    assert transactions == 2
+    assert _keys_and_items(store) == (17_500, 17_500 if postgres else 0)

@@ -105,6 +105,10 @@ _POSTGRES_COPY_ITEMS = (
 )
 
 
+#: Rows of one ``copy_fresh`` write: the server parses a slice while the next one is made.
+_COPY_SLICE = 1_000
+
+
 def _copy_text(value: str) -> str:
     """A value in COPY's text format. Only the backslash needs its escape here: keys refuse control
     characters (``limits.check_key``), JSON text escapes them, and kinds and queue names are ASCII names."""
@@ -242,13 +246,22 @@ class EnqueueSQL:
             with driver.cursor() as cursor:
                 cursor.execute(_POSTGRES_TAKE_IDS, (len(pairs),), binary=True)
                 ids = [row[0] for row in cursor.fetchall()]
+                # Written a slice at a time, so the server parses one slice while the next is made.
                 with cursor.copy(_POSTGRES_COPY_KEYS) as copy:
-                    copy.write("".join([f"{kind}\t{key}\t{item_id}\n" for key, item_id in zip(keys, ids, strict=True)]))
+                    for start in range(0, len(ids), _COPY_SLICE):
+                        end = start + _COPY_SLICE
+                        copy.write("".join([
+                            f"{kind}\t{key}\t{item_id}\n" for key, item_id in zip(keys[start:end], ids[start:end], strict=True)
+                        ]))
                 with cursor.copy(_POSTGRES_COPY_ITEMS) as copy:
-                    copy.write("".join([
-                        f"{item_id}\t{kind}\t{key}\t{_copy_text(text)}{tail}"
-                        for key, (_key, text), item_id in zip(keys, pairs, ids, strict=True)
-                    ]))
+                    for start in range(0, len(ids), _COPY_SLICE):
+                        end = start + _COPY_SLICE
+                        copy.write("".join([
+                            f"{item_id}\t{kind}\t{key}\t{_copy_text(text)}{tail}"
+                            for key, (_key, text), item_id in zip(
+                                keys[start:end], pairs[start:end], ids[start:end], strict=True
+                            )
+                        ]))
         except psycopg.errors.UniqueViolation:
             savepoint.rollback()
             return None

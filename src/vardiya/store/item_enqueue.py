@@ -29,6 +29,12 @@ from .url import Backend
 
 #: Most items an enqueue writes on the driver in one go (``_enqueue_alone``); more take the chunked path.
 _ALONE_MAX = 100
+#: Items of one transaction in a bulk enqueue when the caller names no chunk size: the statement binds
+#: arrays (SQLite a few statements of 256), so 2,000; COPY streams its rows, so more go in one
+#: transaction (one commit, one wake-up and one id query where 2,000 a chunk made five of each:
+#: benchmarks/README.md, "fifth step").
+DEFAULT_CHUNK = 2_000
+COPY_CHUNK = 10_000
 #: Most combinations ``_check_shared`` remembers before it starts again.
 _CHECKED_MAX = 256
 
@@ -124,7 +130,7 @@ class ItemEnqueue(ItemReads):
         *,
         max_attempts: int = 3,
         run_after: datetime | None = None,
-        chunk_size: int = 2_000,
+        chunk_size: int | None = None,
         wake: bool = False,
         queue: str = "default",
         fresh_keys: bool = False,
@@ -135,8 +141,13 @@ class ItemEnqueue(ItemReads):
 
         ``fresh_keys``: the keys are random ones no item is expected to have (``Invoker``'s, for
         records given no key). A bulk enqueue on PostgreSQL then writes by COPY
-        (``HotSQL.copy_fresh``), and by the statement if a key existed after all: the same result."""
+        (``HotSQL.copy_fresh``), and by the statement if a key existed after all: the same result.
+        ``chunk_size``: items per transaction (None: ``COPY_CHUNK`` when it writes by COPY, else
+        ``DEFAULT_CHUNK``)."""
         self._check_shared(kind, queue, max_attempts)
+        copy = fresh_keys and self._store.backend is Backend.POSTGRESQL
+        if chunk_size is None:
+            chunk_size = COPY_CHUNK if copy else DEFAULT_CHUNK
         now = self._store.clock.now()
         after = ensure_aware(run_after, "run_after") if run_after is not None else now
         if len(dict(pairs)) != len(pairs):
@@ -151,7 +162,7 @@ class ItemEnqueue(ItemReads):
             with self._store.transaction() as connection:
                 chunk = pairs[start : start + chunk_size]
                 made = None
-                if fresh_keys and self._store.backend is Backend.POSTGRESQL:
+                if copy:
                     made = self._hot.copy_fresh(connection, kind, chunk, max_attempts, after, now, queue)
                 if made is None:
                     made = self._hot.enqueue_kind(connection, kind, chunk, max_attempts, after, now, queue)
