@@ -25,6 +25,7 @@ are skipped and their targets say "not measured").
 from __future__ import annotations
 
 import contextlib
+import gc
 import sqlite3
 import statistics
 import sys
@@ -81,6 +82,7 @@ class Case:
         return statistics.median(self.rates) if self.rates else float("nan")
 
     def once(self) -> None:
+        gc.collect()  # each run from a collected heap, not paying for the previous case's garbage (bench_async)
         rate, latencies = self.run()
         self.rates.append(rate)
         self.latencies.extend(latencies)
