@@ -552,7 +552,11 @@ def lateness_run(target: Scratch, args: argparse.Namespace, load: int) -> Latene
         # start-up as lateness (or, the scheduler, pass the first ticks by as missed).
         readies = [float(path.read_text()) for path in ready_dir.glob("ready-*")]
         if len(readies) < args.workers + 1:
-            raise SystemExit(f"only {len(readies)} of {args.workers + 1} vardiya processes loaded the app")
+            raise SystemExit(
+                f"only {len(readies)} of {args.workers + 1} vardiya processes loaded the app in the "
+                f"{end - spawned_at:.1f} s from their start to the last planned tick (a loaded machine starts "
+                "them slowly): give a longer --late-s"
+            )
         first = max(start, math.ceil(max(readies) + 1.0))
         if first >= end:
             raise SystemExit(f"the vardiya processes came up {max(readies) - start:.1f} s after the first tick")

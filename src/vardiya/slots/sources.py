@@ -93,11 +93,11 @@ class IterableSource:
         return grouped
 
     def _kept_answer(
-        self, scheme: SlotScheme, job: str, period: str, slot: int, give_up_after: int | None, tokens: dict[int, int]
+        self, scheme: SlotScheme, job: str, period: str, slot: int, give_up_after: int | None, marker: Marker
     ) -> list[RecordId] | None:
-        """The open records kept for the slot under its marker in ``tokens``, if they are still the answer."""
+        """The open records kept for the slot under ``marker`` (its marker now), if they are still the answer."""
         kept = self._open.get((scheme.fingerprint, job, period, slot, give_up_after))
-        return kept[1] if kept is not None and kept[0] == LedgerChanges.marker(tokens, slot) else None
+        return kept[1] if kept is not None and kept[0] == marker else None
 
     def _open_records(
         self, store: Store, job: str, scheme: SlotScheme, period: str, slot: int, give_up_after: int | None,
@@ -112,10 +112,10 @@ class IterableSource:
         candidates = self._slots(scheme).get(slot, [])
         if not candidates:
             return []
-        kept = self._kept_answer(scheme, job, period, slot, give_up_after, tokens)
+        marker = LedgerChanges.marker(tokens, slot)
+        kept = self._kept_answer(scheme, job, period, slot, give_up_after, marker)
         if kept is not None:
             return kept
-        marker = LedgerChanges.marker(tokens, slot)
         key = (scheme.fingerprint, job, period, slot, give_up_after)
         if marker == (None, None):  # nothing of the slot was ever written: every id is open
             settled: set[str] = set()
@@ -124,10 +124,10 @@ class IterableSource:
         else:
             settled = store.ledger.settled_in_slot(job, period, slot, give_up_after=give_up_after)
         open_records = [record for record in candidates if record_key(record) not in settled] if settled else candidates
-        if self._kept + len(open_records) > KEPT_OPEN_MAX:
-            self._open.clear()
-            self._kept = 0
-        if len(open_records) <= KEPT_OPEN_MAX:
+        if len(open_records) <= KEPT_OPEN_MAX:  # an answer too big to keep leaves the kept ones alone
+            if self._kept + len(open_records) > KEPT_OPEN_MAX:
+                self._open.clear()
+                self._kept = 0
             self._open[key] = (marker, open_records)
             self._kept += len(open_records)
         return open_records
@@ -172,8 +172,8 @@ class IterableSource:
         grouped = self._slots(scheme)
         stale = [
             slot for slot in range(scheme.slots)
-            if grouped.get(slot) and LedgerChanges.marker(tokens, slot) != (None, None)
-            and self._kept_answer(scheme, job, period, slot, give_up_after, tokens) is None
+            if grouped.get(slot) and (marker := LedgerChanges.marker(tokens, slot)) != (None, None)
+            and self._kept_answer(scheme, job, period, slot, give_up_after, marker) is None
         ]
         # Most slots to read (a period not asked about before): one read of the period, not one a slot.
         by_slot = store.ledger.settled_by_slot(job, period, give_up_after=give_up_after) if len(stale) > 1 else None

@@ -86,10 +86,7 @@ class LedgerChanges:
 
     def markers(self, job: str, period: str) -> dict[int, int]:
         """The tokens of the period's slots (``UNSLOTTED`` included when it has one): one indexed read."""
-        c = ledger_changes.c
-        with self._store.reading() as connection:
-            rows = connection.execute(sa.select(c.slot, c.token).where(c.job == job, c.period == period))
-            return {int(slot): int(token) for slot, token in rows}
+        return self.markers_of(job, [period])[period]
 
     def markers_of(self, job: str, periods: Sequence[str]) -> dict[str, dict[int, int]]:
         """``markers`` of several periods of a job in one read (a period never written maps to {})."""
