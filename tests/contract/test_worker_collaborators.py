@@ -89,3 +89,45 @@ def test_a_retry_is_waited_out_in_virtual_time(store: Store, clock: VirtualClock
     assert Invoker(store, app).status(handle).state is ItemState.SUCCEEDED
     # two waits of 600 s, passed by the idle wait through Clock.wait, not slept
     assert clock.now() - started >= timedelta(seconds=1200)
+
+
+def test_a_slow_handlers_success_is_recorded_when_it_ends_not_after_a_hundred_more(
+    store: Store, clock: VirtualClock
+) -> None:
+    """Successes are recorded 100 to a transaction, but none waits more than ``_COMPLETE_AFTER_S``:
+    with a call of a second each, every call's item is succeeded (its result readable by a waiting
+    caller) before the next call ends, not once the claim's hundredth call has run."""
+    app = App("slow")
+    first: list[int] = []
+    seen: list[ItemState] = []
+
+    @app.handler("slow", model="async")
+    def slow(record: Any, context: Any) -> dict[str, int]:
+        seen.append(store.items.get(first[0]).state)
+        clock.advance(1.0)  # the call takes a second of the store's clock
+        return {"n": record["n"]}
+
+    handles = Invoker(store, app).submit_many("slow", [{"n": n} for n in range(5)])
+    first.append(handles[0].id)
+    Worker(store, app, WorkerSettings(heartbeat=False)).run(until_idle=True)
+    assert seen == [ItemState.RUNNING] + [ItemState.SUCCEEDED] * 4
+
+
+def test_fast_successes_are_still_recorded_a_hundred_to_a_transaction(
+    store: Store, monkeypatch: Any
+) -> None:
+    """No time passes between no-op calls on the virtual clock: 250 successes, three completions."""
+    app = _app([])
+    Invoker(store, app).submit_many("first", [{"n": n} for n in range(250)])
+    completions: list[int] = []
+    worker = Worker(store, app, WorkerSettings(heartbeat=False, prefetch=500))
+    invocations = worker.loop.runner._invocations
+    original = invocations.complete
+
+    def counted(successes: Any, **kwargs: Any) -> Any:
+        completions.append(len(successes))
+        return original(successes, **kwargs)
+
+    monkeypatch.setattr(invocations, "complete", counted)
+    report = worker.run(until_idle=True)
+    assert report.succeeded == 250 and completions == [100, 100, 50]

@@ -53,6 +53,11 @@ Success = tuple[int, int, str, CallRow | None, Any, float | None]
 
 #: Successes recorded in one transaction at most.
 _COMPLETE_EVERY = 100
+#: The longest a success waits to be recorded (seconds of the worker's clock, from the start of its
+#: call): fast calls share a transaction a hundred at a time, a slow call's item is succeeded (its
+#: result readable, its lease let go) as soon as it ends, not after the claim's hundredth call; a worker
+#: that dies loses at most this much finished work to a re-run.
+_COMPLETE_AFTER_S = 0.05
 
 
 class HandlerRunner:
@@ -96,6 +101,7 @@ class HandlerRunner:
         stop = self.stop
         monotonic = self.clock.monotonic
         chunk_from, marked, marked_at = 0, pacer.size, monotonic()
+        record_by = 0.0  # when the oldest success waiting in ``successes`` is to be recorded at the latest
         index = 0
         try:
             for index, item in enumerate(items):
@@ -107,12 +113,14 @@ class HandlerRunner:
                     size = pacer.ran(index - chunk_from, now - marked_at)
                     chunk_from, marked, marked_at = index, index + size, now
                     self.store.items.start([later.id for later in items[index:marked]], owner=self.owner)
+                if not successes:
+                    record_by = monotonic() + _COMPLETE_AFTER_S
                 handler = self.by_kind[item.kind]
                 if item.kind.startswith(CALL_PREFIX):
                     self._call(handler, item, successes, tally, contexts)
                 else:
                     self._batch(handler, item, successes, tally)
-                if len(successes) >= _COMPLETE_EVERY:
+                if successes and (len(successes) >= _COMPLETE_EVERY or monotonic() >= record_by):
                     self._complete(successes)
             else:
                 index = len(items)
