@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import sqlalchemy as sa
 
 from vardiya.clock import VirtualClock
 from vardiya.errors import InvalidInput
 from vardiya.store import AttemptOutcome, ItemState, Store
+from vardiya.store.schema import work_items
 
 LEASE_S = 30.0
 
@@ -77,3 +79,20 @@ def test_a_bad_start_count_is_refused(store: Store, start: object) -> None:
     with pytest.raises(InvalidInput, match="start must be"):
         store.items.claim(1, owner="w", lease=LEASE_S, start=start)  # type: ignore[arg-type]
     assert store.items.counts()[ItemState.PENDING] == 1
+
+
+@pytest.mark.parametrize(("start", "started"), [(0, 0), (1, 1), (3, 3), (5, 5), (9, 5)])
+def test_a_claim_starts_its_first_items_in_claim_order_ties_by_id(
+    store: Store, clock: VirtualClock, start: int, started: int
+) -> None:
+    """``start`` of a claim of 5 (the run_after of all but the last one equal, so their id orders them):
+    none, some, all, and more than were claimed (all)."""
+    store.items.enqueue_many("call", [(f"k{i}", {"i": i}) for i in range(4)])
+    clock.advance(0.001)
+    store.items.enqueue_many("call", [("later", {"i": 4})])
+    clock.advance(1)
+    claimed = store.items.claim(10, owner="w", lease=LEASE_S, start=start)
+    assert [item.key for item in claimed] == ["k0", "k1", "k2", "k3", "later"]
+    with store.reading() as connection:
+        marks = dict(connection.execute(sa.select(work_items.c.id, work_items.c.started)).all())
+    assert [bool(marks[item.id]) for item in claimed] == [True] * started + [False] * (5 - started)

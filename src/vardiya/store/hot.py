@@ -141,22 +141,25 @@ UPDATE work_items SET started = true WHERE id = ANY(%s) AND state = {_RUNNING} A
 """
 
 # records.CLAIM_ROW_FIELDS (attempts as the UPDATE left it); the payload comes back as text, decoded
-# when the WorkItem's payload is first read. The first items in claim order are marked started (a
-# window function cannot sit in the locking SELECT, hence the second step).
+# when the WorkItem's payload is first read. The picked rows are updated by their ids (an index scan
+# of the primary key for the array): joined to the picked rows instead, the planner hashed the whole
+# table whenever it held few rows, a seq scan of every item for every claim (1 ms of a 2.8 ms claim
+# of 100 out of 5,000). The first ``start`` items in claim order are marked started: those up to the
+# start-th picked (run_after, id), found once (a window function cannot sit in the locking SELECT);
+# fewer picked than ``start`` leaves no start-th, and all of them are started.
 _POSTGRES_CLAIM = f"""
 WITH picked AS (
     SELECT id, run_after FROM work_items
      WHERE {_READY} AND run_after <= %s{{kinds}}{{queues}}
      ORDER BY run_after, id LIMIT %s
        FOR UPDATE SKIP LOCKED
-), ranked AS (
-    SELECT id, row_number() OVER (ORDER BY run_after, id) AS n FROM picked
 )
 UPDATE work_items AS w
-   SET state = {_RUNNING}, started = ranked.n <= %s, lease_owner = %s, lease_until = %s, claimed_at = %s,
-       attempts = w.attempts + 1, updated_at = %s
-  FROM ranked
- WHERE w.id = ranked.id
+   SET state = {_RUNNING},
+       started = %s AND coalesce(
+           (w.run_after, w.id) <= (SELECT run_after, id FROM picked ORDER BY run_after, id OFFSET %s LIMIT 1), true),
+       lease_owner = %s, lease_until = %s, claimed_at = %s, attempts = w.attempts + 1, updated_at = %s
+ WHERE w.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING w.id, w.kind, w.key, w.payload::text, w.attempts, w.max_attempts, w.run_after, w.created_at,
           w.last_error
 """
@@ -327,7 +330,8 @@ class HotSQL(EnqueueSQL):
         the first ``start`` items in claim order are marked started. ``queues``: only items of those."""
         t_now, t_until = self._item_time(now), self._item_time(until)
         ready = (t_now, *((list(kinds),) if kinds else ()), *((list(queues),) if queues else ()), n)
-        return self._claims[bool(kinds), bool(queues)], (*ready, start, owner, t_until, t_now, t_now)
+        marks = (start > 0, max(0, start - 1))
+        return self._claims[bool(kinds), bool(queues)], (*ready, *marks, owner, t_until, t_now, t_now)
 
     def start_statements(self, ids: Sequence[int], owner: str) -> Statements:
         """The statements that mark the held ``ids`` started."""
