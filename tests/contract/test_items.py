@@ -719,3 +719,31 @@ def test_enqueue_many_with_a_bad_payload_in_a_later_chunk_writes_nothing(store) 
     with pytest.raises(InvalidInput, match="does not serialise"):
         store.items.enqueue_many("bulk", items, chunk_size=10)
     assert sum(store.items.counts(kind="bulk").values()) == 0
+
+
+def test_complete_many_is_one_statement_of_its_own_and_tells_the_lost_ids(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL a completion runs as one autocommit statement (no SQLAlchemy transaction), on
+    SQLite on the driver connection; either way results and busy times are stored, the ids another
+    owner holds come back as lost and are left as they were."""
+    store.items.enqueue_many("call", [(f"k{i}", {"i": i}) for i in range(6)])
+    mine = store.items.claim(4, owner="me", lease=30)
+    theirs = store.items.claim(2, owner="them", lease=30)
+
+    def no_transaction() -> None:
+        raise AssertionError("a completion opened a SQLAlchemy transaction")
+
+    monkeypatch.setattr(store, "transaction", no_transaction)
+    ids = [item.id for item in mine] + [theirs[0].id]
+    lost = store.items.complete_many(
+        ids, owner="me", results={mine[0].id: {"ok": 1}}, busy={item.id: 2.5 for item in mine}
+    )
+    monkeypatch.undo()
+    assert lost == {theirs[0].id}
+    assert store.items.get(mine[0].id).result == {"ok": 1}
+    assert all(store.items.get(item.id).state is ItemState.SUCCEEDED for item in mine)
+    assert store.items.get(theirs[0].id).state is ItemState.RUNNING
+    with store.reading() as connection:
+        busy = dict(connection.execute(sa.select(work_items.c.id, work_items.c.busy_ms)).all())
+    assert [busy[item.id] for item in mine] == [2.5] * 4 and busy[theirs[0].id] is None

@@ -225,9 +225,12 @@ class PostgresStatement:
     fails is dropped (the pooled one invalidated), and driver errors become ``StoreError``.
     """
 
-    def __init__(self, engine: Engine, target: StoreURL) -> None:
+    def __init__(self, engine: Engine, target: StoreURL, *, generic: bool = True) -> None:
         self._engine = engine
         self._target = target
+        #: ``force_generic_plan`` on the own connection; False keeps the store's custom plans, for a
+        #: statement whose best plan depends on what it is given (a completion's ids)
+        self._generic = generic
         self._lock = threading.Lock()
         self._own: Any = None
         self._pid = 0
@@ -250,8 +253,9 @@ class PostgresStatement:
             connection = cast(Any, proxied.driver_connection)  # a pooled psycopg connection always has one
             proxied.detach()
             connection.autocommit = True
-            connection.prepare_threshold = 0
-            connection.execute("SET plan_cache_mode = force_generic_plan")
+            if self._generic:
+                connection.prepare_threshold = 0
+                connection.execute("SET plan_cache_mode = force_generic_plan")
             self._own, self._pid = connection, os.getpid()
         try:
             with connection.cursor() as cursor:

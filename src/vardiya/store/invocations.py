@@ -164,6 +164,8 @@ class Invocations(InvocationReads):
                     cursor.executemany(_SQLITE_INSERT_CALLS, values)
 
             return items.complete_on_driver(ids, owner, results=results, busy=busy, then=log_calls if logged else None)
+        if not logged:  # async calls: the completion is one statement (``WorkItems.complete_many``)
+            return items.complete_many(ids, owner=owner, results=results, busy=busy)
         with self._store.transaction() as connection:
             lost = items.complete_in(connection, ids, owner=owner, results=results, busy=busy)
             values = self._call_values(logged, lost, times_of(self._store.backend).time)

@@ -27,7 +27,7 @@ import sqlalchemy as sa
 
 from ..clock import ensure_aware
 from ..errors import InvalidInput, LeaseLost
-from .engine import DriverConnection
+from .engine import DriverConnection, PostgresStatement
 from .hot import Statements, complete_counting, complete_returning, hot_sql, run_statements
 from .item_checks import check_max_attempts, lease_seconds
 from .item_enqueue import ItemEnqueue
@@ -103,6 +103,8 @@ class WorkItems(ItemEnqueue):
         self._checked = set()
         # SQLite claims and completions run on the driver connection (see DriverConnection).
         self._driver = DriverConnection(store.engine, store.target) if store.backend is Backend.SQLITE else None
+        #: PostgreSQL: the autocommit connection of completions (``complete_many``), made at the first
+        self._completions: PostgresStatement | None = None
         self._next_reap_at: datetime | None = None
         self._usual_kind: str | None = None
 
@@ -271,8 +273,14 @@ class WorkItems(ItemEnqueue):
             return set()
         if self._driver is not None:
             return self.complete_on_driver(ids, owner, results=results, busy=busy)
-        with self._store.transaction() as connection:
-            return self.complete_in(connection, ids, owner=owner, results=results, busy=busy)
+        unique = list(dict.fromkeys(ids))
+        (statement, parameters), = self._completion(unique, owner, self._store.clock.now(), results, busy, returning=True)
+        if self._completions is None:
+            self._completions = PostgresStatement(self._store.engine, self._store.target, generic=False)
+        # One statement in autocommit, a transaction of its own (its NOTIFY delivered at its commit):
+        # one round trip where BEGIN, the statement and COMMIT through SQLAlchemy were three.
+        held = self._completions.run(_held_ids, statement, parameters)
+        return set(ids) - held
 
     def complete_on_driver(
         self,
@@ -561,3 +569,8 @@ class WorkItems(ItemEnqueue):
             sa.select(c.id, c.attempts, c.lease_owner, c.claimed_at).where(self._held(ids, owner))
         ).all()
         _append_history(connection, [(row, now, outcome, error) for row in held])
+
+
+def _held_ids(cursor: Any, statement: str, parameters: tuple[Any, ...]) -> set[int]:
+    """The ids a completion statement changed (its first column), run on a driver cursor."""
+    return {row[0] for row in cursor.execute(statement, parameters).fetchall()}
