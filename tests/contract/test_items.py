@@ -747,3 +747,22 @@ def test_complete_many_is_one_statement_of_its_own_and_tells_the_lost_ids(
     with store.reading() as connection:
         busy = dict(connection.execute(sa.select(work_items.c.id, work_items.c.busy_ms)).all())
     assert [busy[item.id] for item in mine] == [2.5] * 4 and busy[theirs[0].id] is None
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_plain_claim_on_postgresql_is_one_statement_of_its_own(
+    store: Store, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between reaps, a claim without rate limits opens no SQLAlchemy transaction; it still takes the
+    oldest ready items, leased to its owner, and two claims never take the same item."""
+    store.items.enqueue_many("call", [(f"k{i}", {"i": i}) for i in range(5)])
+    first = store.items.claim(1, owner="me", lease=30)  # a store's first claim reaps, in a transaction
+
+    def no_transaction() -> None:
+        raise AssertionError("a plain claim opened a SQLAlchemy transaction")
+
+    monkeypatch.setattr(store, "transaction", no_transaction)
+    second = store.items.claim(3, owner="you", lease=30, start=1)
+    monkeypatch.undo()
+    assert [item.key for item in first + second] == ["k0", "k1", "k2", "k3"]
+    assert {store.items.get(item.id).lease_owner for item in second} == {"you"}

@@ -103,8 +103,8 @@ class WorkItems(ItemEnqueue):
         self._checked = set()
         # SQLite claims and completions run on the driver connection (see DriverConnection).
         self._driver = DriverConnection(store.engine, store.target) if store.backend is Backend.SQLITE else None
-        #: PostgreSQL: the autocommit connection of completions (``complete_many``), made at the first
-        self._completions: PostgresStatement | None = None
+        #: PostgreSQL: the autocommit connection of the one-statement claims and completions, made at the first
+        self._statements: PostgresStatement | None = None
         self._next_reap_at: datetime | None = None
         self._usual_kind: str | None = None
 
@@ -168,6 +168,14 @@ class WorkItems(ItemEnqueue):
             if items:
                 self._usual_kind = items[-1].kind  # the next claim's guess (see HotSQL.sqlite_claim)
             return items
+        if not reap and not limits:
+            # The common claim is one statement: in autocommit, a transaction of its own (see
+            # ``complete_many``); a reap or a rate limit takes more, in one transaction below.
+            statement, parameters = self._hot.claim(n, kinds, owner, now, until, n if start is None else start, queues)
+            if self._statements is None:
+                self._statements = PostgresStatement(self._store.engine, self._store.target, generic=False)
+            rows = self._statements.run(_fetched, statement, parameters)
+            return self._hot.claimed(rows, owner, now, until)
         with self._store.transaction() as connection:
             if reap:
                 self._reap(connection, now)
@@ -275,11 +283,11 @@ class WorkItems(ItemEnqueue):
             return self.complete_on_driver(ids, owner, results=results, busy=busy)
         unique = list(dict.fromkeys(ids))
         (statement, parameters), = self._completion(unique, owner, self._store.clock.now(), results, busy, returning=True)
-        if self._completions is None:
-            self._completions = PostgresStatement(self._store.engine, self._store.target, generic=False)
+        if self._statements is None:
+            self._statements = PostgresStatement(self._store.engine, self._store.target, generic=False)
         # One statement in autocommit, a transaction of its own (its NOTIFY delivered at its commit):
         # one round trip where BEGIN, the statement and COMMIT through SQLAlchemy were three.
-        held = self._completions.run(_held_ids, statement, parameters)
+        held = self._statements.run(_held_ids, statement, parameters)
         return set(ids) - held
 
     def complete_on_driver(
@@ -574,3 +582,8 @@ class WorkItems(ItemEnqueue):
 def _held_ids(cursor: Any, statement: str, parameters: tuple[Any, ...]) -> set[int]:
     """The ids a completion statement changed (its first column), run on a driver cursor."""
     return {row[0] for row in cursor.execute(statement, parameters).fetchall()}
+
+
+def _fetched(cursor: Any, statement: str, parameters: tuple[Any, ...]) -> list[Any]:
+    """The rows of one statement run on a driver cursor."""
+    return cursor.execute(statement, parameters).fetchall()
