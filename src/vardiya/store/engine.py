@@ -214,7 +214,8 @@ class PostgresStatement:
 
     Through SQLAlchemy a write transaction on PostgreSQL is four round trips (BEGIN, the statement, any
     NOTIFY, COMMIT) and about 150 µs of Python besides; a single statement in autocommit is one round
-    trip, atomic as any statement is. The hot single writes (a single submit) use it.
+    trip, atomic as any statement is. The hot single writes use it: a single submit, and a worker's
+    plain claims and completions (``WorkItems``, with ``generic=False``).
 
     One connection of its own (made by the engine, so with its settings, then detached from the pool)
     serves the calls of the process one at a time: no pool checkout and no autocommit switch per call,

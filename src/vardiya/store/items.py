@@ -103,7 +103,7 @@ class WorkItems(ItemEnqueue):
         self._checked = set()
         # SQLite claims and completions run on the driver connection (see DriverConnection).
         self._driver = DriverConnection(store.engine, store.target) if store.backend is Backend.SQLITE else None
-        #: PostgreSQL: the autocommit connection of the one-statement claims and completions, made at the first
+        #: PostgreSQL: the autocommit connection of the one-statement claims and completions (made at first use)
         self._statements: PostgresStatement | None = None
         self._next_reap_at: datetime | None = None
         self._usual_kind: str | None = None
@@ -172,9 +172,7 @@ class WorkItems(ItemEnqueue):
             # The common claim is one statement: in autocommit, a transaction of its own (see
             # ``complete_many``); a reap or a rate limit takes more, in one transaction below.
             statement, parameters = self._hot.claim(n, kinds, owner, now, until, n if start is None else start, queues)
-            if self._statements is None:
-                self._statements = PostgresStatement(self._store.engine, self._store.target, generic=False)
-            rows = self._statements.run(_fetched, statement, parameters)
+            rows = self._worker_statements().run(_fetched, statement, parameters)
             return self._hot.claimed(rows, owner, now, until)
         with self._store.transaction() as connection:
             if reap:
@@ -283,12 +281,17 @@ class WorkItems(ItemEnqueue):
             return self.complete_on_driver(ids, owner, results=results, busy=busy)
         unique = list(dict.fromkeys(ids))
         (statement, parameters), = self._completion(unique, owner, self._store.clock.now(), results, busy, returning=True)
-        if self._statements is None:
-            self._statements = PostgresStatement(self._store.engine, self._store.target, generic=False)
         # One statement in autocommit, a transaction of its own (its NOTIFY delivered at its commit):
         # one round trip where BEGIN, the statement and COMMIT through SQLAlchemy were three.
-        held = self._statements.run(_held_ids, statement, parameters)
+        held = self._worker_statements().run(_held_ids, statement, parameters)
         return set(ids) - held
+
+    def _worker_statements(self) -> PostgresStatement:
+        """PostgreSQL's autocommit statements of claims and completions; the store's custom plans kept
+        (a claim's best plan depends on what is ready)."""
+        if self._statements is None:
+            self._statements = PostgresStatement(self._store.engine, self._store.target, generic=False)
+        return self._statements
 
     def complete_on_driver(
         self,
