@@ -70,24 +70,23 @@ def header(title: str, args: argparse.Namespace, what: str) -> None:
     import sqlalchemy
 
     versions = f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, SQLAlchemy {sqlalchemy.__version__}"
+    pure_python = False
     with contextlib.suppress(ImportError):
         import psycopg
 
         versions += f", psycopg {psycopg.__version__} ({psycopg.pq.__impl__})"
+        pure_python = psycopg.pq.__impl__ == "python"
     print(f"{title}: {what}; {args.items:,} items per run, medians of {args.runs} runs")
     print(f"{versions}; {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; {load_average()}", flush=True)
-    with contextlib.suppress(ImportError):
-        import psycopg
-
-        if psycopg.pq.__impl__ == "python" and "postgresql" in args.backends:
-            # vardiya installs psycopg[binary] (its `postgres` extra); without it every PostgreSQL
-            # figure of vardiya's is of psycopg's pure-Python layer, while PgQueuer runs on asyncpg.
-            print(
-                "  WARNING: psycopg runs its pure-Python implementation here, so vardiya's PostgreSQL "
-                f"figures are understated; install vardiya with its extra: {PEERS_VENV}/bin/pip install "
-                "-e '.[postgres]'",
-                flush=True,
-            )
+    if pure_python and "postgresql" in args.backends:
+        # vardiya installs psycopg[binary] (its `postgres` extra); without it every PostgreSQL figure of
+        # vardiya's is of psycopg's pure-Python layer, while PgQueuer runs on asyncpg.
+        print(
+            "  WARNING: psycopg runs its pure-Python implementation here, so vardiya's PostgreSQL "
+            f"figures are understated; install vardiya with its extra: {PEERS_VENV}/bin/pip install "
+            "-e '.[postgres]'",
+            flush=True,
+        )
 
 
 def peer_available(module: str) -> bool:

@@ -279,12 +279,10 @@ class WorkItems(ItemEnqueue):
             return set()
         if self._driver is not None:
             return self.complete_on_driver(ids, owner, results=results, busy=busy)
-        unique = list(dict.fromkeys(ids))
-        (statement, parameters), = self._completion(unique, owner, self._store.clock.now(), results, busy, returning=True)
-        # One statement in autocommit, a transaction of its own (its NOTIFY delivered at its commit):
-        # one round trip where BEGIN, the statement and COMMIT through SQLAlchemy were three.
-        held = self._worker_statements().run(_held_ids, statement, parameters)
-        return set(ids) - held
+        # PostgreSQL's completion is one statement: in autocommit, a transaction of its own (its NOTIFY
+        # delivered at its commit), one round trip where BEGIN, the statement and COMMIT were three.
+        (completion,) = self._completion(list(dict.fromkeys(ids)), owner, self._store.clock.now(), results, busy, returning=True)
+        return set(ids) - self._worker_statements().run(lambda cursor: _held_ids(cursor.execute, [completion]))
 
     def _worker_statements(self) -> PostgresStatement:
         """PostgreSQL's autocommit statements of claims and completions; the store's custom plans kept
@@ -345,12 +343,8 @@ class WorkItems(ItemEnqueue):
         """``complete_many`` inside the caller's transaction (so more can commit with it)."""
         if not ids:
             return set()
-        unique = list(dict.fromkeys(ids))
-        statements = self._completion(unique, owner, self._store.clock.now(), results, busy, returning=True)
-        held = {
-            row[0] for statement, parameters in statements for row in connection.exec_driver_sql(statement, parameters)
-        }
-        return set(ids) - held
+        statements = self._completion(list(dict.fromkeys(ids)), owner, self._store.clock.now(), results, busy, returning=True)
+        return set(ids) - _held_ids(connection.exec_driver_sql, statements)
 
     def fail(
         self,
@@ -582,9 +576,10 @@ class WorkItems(ItemEnqueue):
         _append_history(connection, [(row, now, outcome, error) for row in held])
 
 
-def _held_ids(cursor: Any, statement: str, parameters: tuple[Any, ...]) -> set[int]:
-    """The ids a completion statement changed (its first column), run on a driver cursor."""
-    return {row[0] for row in cursor.execute(statement, parameters).fetchall()}
+def _held_ids(execute: Callable[..., Any], statements: Statements) -> set[int]:
+    """The ids the completion ``statements`` changed (their first column), each run by ``execute`` (a
+    SQLAlchemy connection's ``exec_driver_sql`` or a driver cursor's ``execute``)."""
+    return {row[0] for statement, parameters in statements for row in execute(statement, parameters)}
 
 
 def _fetched(cursor: Any, statement: str, parameters: tuple[Any, ...]) -> list[Any]:
